@@ -1,0 +1,28 @@
+# Two commands do all the set-up on a fresh machine:
+#   make run    the main end-to-end job
+#   make test   the whole test suite (what CI runs)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test test-quick bench venv clean
+
+$(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
+	bash scripts/bootstrap.sh $(VENV)
+	touch $@
+
+venv: $(VENV)/.installed
+
+run: venv
+	bash scripts/demo.sh
+
+test: venv
+	$(PY) -m pytest -n 2 tests prmkit
+
+test-quick: venv
+	$(PY) -m pytest -m "not slow" -x -q tests prmkit
+
+bench: venv
+	$(PY) bench/run_all.py
+
+clean:
+	rm -rf $(VENV) runs/demo

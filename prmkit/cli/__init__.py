@@ -1,0 +1,57 @@
+"""The ``prmkit`` command: noun-verb subcommands that parse arguments and call library functions.
+
+Each command group lives in its own module exposing ``register(subparsers)``; the group's
+subcommands set ``func`` (called with the parsed namespace, returning an exit status).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from prmkit import __version__
+
+# Command groups in the order --help lists them: (module under prmkit.cli, command name).
+GROUPS = (("data", "data"), ("grade", "grade"), ("evaluate", "eval"), ("report", "report"))
+
+EPILOG = """\
+examples:
+  prmkit data convert --from prm800k --to prmkit phase2_train.jsonl data.jsonl.gz
+  prmkit data stats data.jsonl.gz
+  prmkit grade pairs.jsonl --audit
+  prmkit eval bon scored.jsonl --score prm_min,orm --n 1,2,4,8
+
+Every command has its own --help with examples.
+"""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
+    """Keeps the examples in epilogs as written and shows each flag's default."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="prmkit", formatter_class=HelpFormatter, epilog=EPILOG,
+        description="prmkit: process supervision. Step-labelled data, answer grading, "
+                    "process and outcome reward models, best-of-N evaluation.")
+    parser.add_argument("--version", action="version", version=f"prmkit {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name, _ in GROUPS:
+        module = importlib.import_module(f"prmkit.cli.{module_name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, OSError) as e:  # expected user-facing failures: bad input, missing files
+        print(f"prmkit: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -57,16 +57,23 @@ def open_text(path: str | os.PathLike, mode: str = "rt") -> TextIO:
     return open(path, mode, encoding="utf-8")
 
 
-def iter_json(path: str | os.PathLike) -> Iterator[Raw]:
+def iter_json(path: str | os.PathLike, rejects: "RejectWriter | None" = None) -> Iterator[Raw]:
     """Yield every JSON value of a file: JSON Lines, one JSON array, or concatenated JSON objects.
+
+    A malformed line of a JSON Lines file raises :class:`RecordError`, or, with ``rejects``, is
+    written there and reading goes on (in an array or concatenated objects, where one bad character
+    loses the framing of everything after it, a malformed value always stops the read).
 
     JSON Lines are streamed line by line. A file whose first character is ``[`` is read as one array;
     a file of pretty-printed objects one after another (as some PRM800K examples are; its first line
     is a lone ``{``) is decoded object by object from a sliding buffer.
     """
-    reader = {"array": _iter_array, "lines": _iter_lines, "concatenated": _iter_concatenated}[_sniff(path)]
+    kind = _sniff(path)
     with open_text(path) as f:
-        yield from reader(f, path)
+        if kind == "lines":
+            yield from _iter_lines(f, path, rejects)
+        else:
+            yield from (_iter_array if kind == "array" else _iter_concatenated)(f, path)
 
 
 def _sniff(path: str | os.PathLike) -> str:
@@ -78,14 +85,16 @@ def _sniff(path: str | os.PathLike) -> str:
     return "lines"
 
 
-def _iter_lines(f: TextIO, path) -> Iterator[Raw]:
+def _iter_lines(f: TextIO, path, rejects: "RejectWriter | None") -> Iterator[Raw]:
     for number, line in enumerate(f, start=1):
         if not line.strip():
             continue
         try:
             value = json.loads(line)
         except json.JSONDecodeError as e:
-            raise RecordError(path, number, None, f"malformed JSON ({e.msg} at column {e.colno})") from None
+            error = RecordError(path, number, None, f"malformed JSON ({e.msg} at column {e.colno})")
+            _reject(rejects, error, Raw(number, line.rstrip("\n"), line.rstrip("\n")))
+            continue
         yield Raw(number, value, line.rstrip("\n"))
 
 
@@ -128,15 +137,13 @@ def read_records(path: str | os.PathLike, parse: Callable[[Any, str], T], *,
                  rejects: "RejectWriter | None" = None) -> Iterator[T]:
     """Parse every JSON value of ``path`` with ``parse(value, field_path)``.
 
-    A :class:`SchemaError` (or ``KeyError``/``TypeError``/``ValueError`` from a converter) becomes a
+    A :class:`SchemaError` (or a :class:`RecordError` from a converter) becomes a
     :class:`RecordError` naming file and line, or goes to ``rejects`` when one is given.
     """
-    for raw in iter_json(path):
+    for raw in iter_json(path, rejects):
         try:
             yield parse(raw.value, "")
-        except SchemaError as e:
-            _reject(rejects, RecordError(path, raw.line, e.field, e.message), raw)
-        except RecordError as e:
+        except (SchemaError, RecordError) as e:
             _reject(rejects, RecordError(path, raw.line, e.field, e.message), raw)
 
 

@@ -73,16 +73,15 @@ def test_file_errors_name_file_line_and_field(tmp_path):
 def test_skip_invalid_keeps_going(tmp_path):
     path = tmp_path / "mixed.jsonl"
     good = json.dumps(Solution.from_steps("p", ["a"]).to_dict())
-    path.write_text(f"{good}\n{{broken\n{good}\n")
+    path.write_text(f'{good}\n{{broken\n{good}\n{{"problem": {{}}}}\n{good}\n')
     with pytest.raises(RecordError):
         list(read_solutions(path))
-    # malformed JSON stops a JSONL file only at that line; schema errors are skippable
-    path.write_text(f'{good}\n{{"problem": {{}}}}\n{good}\n')
     with RejectWriter(tmp_path / "rejects.jsonl") as rejects:
         got = list(read_solutions(path, rejects=rejects))
-    assert len(got) == 2 and rejects.count == 1
-    reject = json.loads((tmp_path / "rejects.jsonl").read_text())
-    assert reject["line"] == 2 and reject["field"] == "problem.problem"
+    assert len(got) == 3 and rejects.count == 2
+    malformed, missing = [json.loads(line) for line in (tmp_path / "rejects.jsonl").read_text().splitlines()]
+    assert (malformed["line"], malformed["record"]) == (2, "{broken")
+    assert (missing["line"], missing["field"]) == (4, "problem.problem")
 
 
 def test_gzip_and_formats(tmp_path):

@@ -1,0 +1,158 @@
+"""``prmkit data``: convert step-labelled data between formats, validate it, summarise it.
+
+The commands parse arguments and call :mod:`prmkit.convert` and :mod:`prmkit.stats`; bad input
+surfaces as :class:`~prmkit.io.RecordError` (file, line, field), which ``prmkit`` prints with exit
+status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from prmkit.cli import HelpFormatter
+from prmkit.convert import FORMATS, NEUTRAL_POLICIES, SUPERVISE, Options, convert_file, read
+from prmkit.io import RejectWriter, rejects_path
+from prmkit.schema import Solution
+from prmkit.stats import format_summary, summarize
+
+GROUP_EPILOG = """\
+examples:
+  prmkit data formats
+  prmkit data convert --from prm800k --to prmkit phase2_train.jsonl data.jsonl.gz
+  prmkit data convert --from prmkit --to trl --neutral positive data.jsonl.gz trl.jsonl
+  prmkit data validate data.jsonl.gz
+  prmkit data stats data.jsonl.gz
+"""
+
+CONVERT_EPILOG = """\
+examples:
+  prmkit data convert --from prm800k --to prmkit phase1_train.jsonl p1.jsonl.gz
+  prmkit data convert --from prmkit --to prm800k p1.jsonl.gz phase1_again.jsonl
+  prmkit data convert --from stepwise-critic --to prmkit phase1_test.stepwise-critic.jsonl.gz p1t.jsonl
+  prmkit data convert --from prmkit --to trl --neutral positive p1.jsonl.gz trl.jsonl
+  prmkit data convert --from math-shepherd --to math-shepherd --supervise all in.jsonl out.jsonl
+  prmkit data convert --from processbench --to prmkit --skip-invalid math.json pb.jsonl
+      (bad rows go to pb.rejects.jsonl; their count is printed)
+
+The output is written to a temporary file and renamed when complete: an interrupted run leaves
+nothing behind, and an output equal to the input is refused. `prmkit data formats` lists formats.
+"""
+
+
+def _options(args: argparse.Namespace) -> Options:
+    return Options(neutral=args.neutral, supervise=args.supervise, marker=args.marker)
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    rejects = RejectWriter(rejects_path(args.output)) if args.skip_invalid else None
+    report = convert_file(args.input, args.output, args.source, args.target, _options(args), rejects)
+    print(f"{args.input} -> {args.output}: {report.summary()}")
+    if rejects is not None:
+        rejects.close()
+        if rejects.count:
+            print(f"{rejects.count} invalid records written to {rejects.path}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    rejects = RejectWriter(rejects_path(args.file)) if args.skip_invalid else None
+    counts = {"solutions": 0, "problems": 0}
+    for record in read(args.file, args.format, Options(marker=args.marker), rejects):
+        counts["solutions" if isinstance(record, Solution) else "problems"] += 1
+    what = ", ".join(f"{v} {k}" for k, v in counts.items() if v) or "no records"
+    if rejects is None:
+        print(f"{args.file}: valid ({what})")
+        return 0
+    rejects.close()
+    print(f"{args.file}: {what} valid, {rejects.count} invalid"
+          + (f" (written to {rejects.path})" if rejects.count else ""))
+    return 1 if rejects.count else 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    problems = 0
+
+    def solutions():
+        nonlocal problems
+        for record in read(args.file, args.format, Options(marker=args.marker)):
+            if isinstance(record, Solution):
+                yield record
+            else:
+                problems += 1
+
+    summary = summarize(solutions())
+    summary["problem_records"] = problems
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(format_summary(summary) + (f"\nproblem records (no steps): {problems}" if problems else ""))
+    return 0
+
+
+def cmd_formats(args: argparse.Namespace) -> int:
+    width = max(len(name) for name in FORMATS)
+    print(f"{'format':<{width}}  read  write  description")
+    for name, fmt in FORMATS.items():
+        print(f"{name:<{width}}  {'yes' if fmt.read else 'no':<4}  {'yes' if fmt.write else 'no':<5}  {fmt.doc}")
+    print("\nEach format is documented with an annotated example in docs/formats.md.")
+    return 0
+
+
+def _format_flag(p: argparse.ArgumentParser, help_text: str) -> None:
+    p.add_argument("--format", "-f", default="prmkit", choices=sorted(FORMATS), metavar="FORMAT",
+                   help=help_text + " (see `prmkit data formats`)")
+    p.add_argument("--marker", default=Options.marker, help="Math-Shepherd's step marker")
+
+
+def _add_convert(sub) -> None:
+    p = sub.add_parser("convert", help="convert a file from one format to another", formatter_class=HelpFormatter,
+                       epilog=CONVERT_EPILOG, description="Convert a file between formats through prmkit records.")
+    names = sorted(FORMATS)
+    p.add_argument("--from", dest="source", required=True, choices=names, metavar="FORMAT",
+                   help=f"format of INPUT: {', '.join(names)}")
+    p.add_argument("--to", dest="target", default="prmkit", choices=names, metavar="FORMAT", help="format of OUTPUT")
+    p.add_argument("input", metavar="INPUT", help="file to read (.gz read transparently)")
+    p.add_argument("output", metavar="OUTPUT", help="file to write (gzip if it ends in .gz); never the input")
+    p.add_argument("--neutral", choices=NEUTRAL_POLICIES, default=None,
+                   help="how a neutral (0) step becomes a binary label in trl, math-shepherd and processbench "
+                        "output: positive, negative, or drop the solution; required when one is met")
+    p.add_argument("--supervise", choices=SUPERVISE, default="first_error",
+                   help="steps binary targets label: up to and including the first wrong one, or all")
+    p.add_argument("--marker", default=Options.marker, help="Math-Shepherd's step marker (read and write)")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="write bad records to OUTPUT's .rejects.jsonl side file and go on, instead of stopping")
+    p.set_defaults(func=cmd_convert)
+
+
+def register(subparsers) -> None:
+    """Add the ``data`` group and its subcommands to ``prmkit``'s subparsers."""
+    group = subparsers.add_parser("data", help="convert, validate and summarise step-labelled data",
+                                  formatter_class=HelpFormatter, epilog=GROUP_EPILOG,
+                                  description="Step-labelled data: convert between formats, validate, summarise.")
+    sub = group.add_subparsers(dest="data_command", metavar="SUBCOMMAND", required=True)
+    _add_convert(sub)
+
+    p = sub.add_parser("validate", help="check every record of a file", formatter_class=HelpFormatter,
+                       epilog="examples:\n  prmkit data validate data.jsonl.gz\n"
+                              "  prmkit data validate --format prm800k --skip-invalid phase2_train.jsonl\n",
+                       description="Read every record; report the first error (file:line: field) or a count.")
+    p.add_argument("file", metavar="FILE", help="file to check")
+    _format_flag(p, "format of FILE")
+    p.add_argument("--skip-invalid", action="store_true",
+                   help="write bad records to FILE's .rejects.jsonl side file, count them, exit 1 if any")
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("stats", help="counts and distributions of a file of solutions", formatter_class=HelpFormatter,
+                       epilog="examples:\n  prmkit data stats data.jsonl.gz\n"
+                              "  prmkit data stats --format prm800k --json phase2_test.jsonl\n",
+                       description="Counts, rating distribution, steps per solution, finish reasons, label "
+                                   "sources, right answers reached through a wrong step, soft values.")
+    p.add_argument("file", metavar="FILE", help="file to summarise")
+    _format_flag(p, "format of FILE")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("formats", help="list the formats with what prmkit can do with each",
+                       formatter_class=HelpFormatter, epilog="examples:\n  prmkit data formats\n")
+    p.set_defaults(func=cmd_formats)

@@ -1,0 +1,116 @@
+"""ProcessBench rows (steps + index of the first wrong step), both ways.
+
+ProcessBench (QwenLM/ProcessBench ``dataset/*.json``, JSON arrays). One row, annotated::
+
+    {
+      "id": "gsm8k-0",                          # -> Solution.id
+      "generator": "Qwen2-7B-Instruct",         # -> Solution.generator.name
+      "problem": "Sue lives in a fun neighborhood ...",   # -> Problem.problem
+      "steps": ["To find out how many ...", "On Saturday, ..."],   # one text per step
+      "final_answer_correct": false,            # -> Solution.grade "correct" / "incorrect"
+      "label": 1                                # 0-based index of the earliest wrong step, -1 if none
+    }
+
+Reading rates the steps before ``label`` +1, the step at ``label`` -1 and leaves the later ones
+unrated (experts stopped there), with ``label_source`` "human". Writing takes the first wrong step
+under the neutral policy (a neutral step needs ``--neutral``); ratings after it, alternatives,
+soft values and provenance are lost; a solution without a grade is dropped (``final_answer_correct``
+cannot be left out). A file named ``*.json`` is written as a JSON array like the originals, anything
+else as JSON Lines.
+
+>>> row = {"id": "x-0", "generator": "m", "problem": "1+1?", "steps": ["1+1 = 3.", "So 3."],
+...        "final_answer_correct": False, "label": 0}
+>>> s = from_row(row)
+>>> s.ratings, s.grade
+([-1, None], 'incorrect')
+>>> to_row(s, Options()) == row
+True
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from prmkit.convert.base import DEFAULTS, Dropped, Options, count_drop, linear, opt, req, rows, text_of
+from prmkit.io import atomic_output
+from prmkit.schema import Generator, Problem, SchemaError, Solution, Step
+
+KEYS = ("id", "generator", "problem", "steps", "final_answer_correct", "label")
+
+
+def from_row(d: Any) -> Solution:
+    """One ProcessBench row as a :class:`Solution`."""
+    texts = req(d, "steps", (list,))
+    label = req(d, "label", (int,))
+    if not -1 <= label < len(texts):
+        raise SchemaError("label", f"first-error index {label} but the solution has {len(texts)} steps")
+    ratings = [1 if label == -1 or i < label else -1 if i == label else None for i in range(len(texts))]
+    steps = [Step.of(text_of(t, f"steps[{i}]"), rating=r) for i, (t, r) in enumerate(zip(texts, ratings))]
+    correct = req(d, "final_answer_correct", (bool,))
+    generator = opt(d, "generator", (str,))
+    extra = {k: v for k, v in d.items() if k not in KEYS}
+    return Solution(Problem(req(d, "problem", (str,))), steps, id=opt(d, "id", (str,)),
+                    grade="correct" if correct else "incorrect", label_source="human",
+                    generator=Generator(generator) if generator is not None else None,
+                    meta={"processbench": extra} if extra else {})
+
+
+def read(path, options: Options = DEFAULTS, rejects=None) -> Iterator[Solution]:
+    """Stream the solutions of a ProcessBench file (JSON array or JSON Lines)."""
+    return rows(path, from_row, rejects)
+
+
+def first_error(ratings: list[int | None], options: Options) -> int:
+    """0-based index of the first wrong step under the neutral policy, or -1.
+
+    >>> first_error([1, 0, -1], Options(neutral="negative")), first_error([1, None], Options())
+    (1, -1)
+    """
+    for i, rating in enumerate(ratings):
+        if rating == -1:
+            return i
+        if rating == 0:
+            if options.neutral is None:
+                raise ValueError("a neutral (0) step needs an explicit neutral policy: --neutral positive, "
+                                 "negative or drop")
+            if options.neutral == "drop":
+                raise Dropped("neutral step (policy: drop)")
+            if options.neutral == "negative":
+                return i
+    return -1
+
+
+def to_row(s: Solution, options: Options) -> dict:
+    """One solution as a ProcessBench row; raises ``Dropped`` without a grade."""
+    if s.grade is None:
+        raise Dropped("no grade (final_answer_correct)")
+    path = linear(s)
+    if not path:
+        raise Dropped("no steps")
+    row = {"id": s.id, "generator": s.generator.name if s.generator else None, "problem": s.problem.problem,
+           "steps": [c.text for c in path], "final_answer_correct": s.grade == "correct",
+           "label": first_error([c.rating for c in path], options)}
+    row.update(s.meta.get("processbench", {}))
+    return row
+
+
+def write(records: Iterable[Solution], path, options: Options = DEFAULTS, dropped=None) -> int:
+    """Write ProcessBench rows (a JSON array for ``*.json``, else JSON Lines); return the count."""
+    array, n = str(path).endswith(".json"), 0
+    with atomic_output(path) as f:
+        f.write("[\n" if array else "")
+        for s in records:
+            try:
+                row = to_row(s, options)
+            except Dropped as e:
+                count_drop(dropped, e.reason)
+                continue
+            if array:
+                f.write((",\n" if n else "") + json.dumps(row, ensure_ascii=False, indent=2))
+            else:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+        f.write("\n]\n" if array else "")
+    return n

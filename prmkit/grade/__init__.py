@@ -1,0 +1,298 @@
+"""Answer extraction and grading: is a given final answer equal to the gold one?
+
+The public surface:
+
+- :func:`extract_answer` finds the final answer in a solution (``# Answer``, ``\\boxed{}``, ``####``).
+- :func:`normalize` is a cheap canonical string (MATH normalisation, exact numbers as ``p/q``): a
+  grouping key for majority voting. Equal keys imply equal answers, not the converse.
+- :func:`grade` returns a :class:`GradeResult` whose ``verdict`` is one of
+  :data:`prmkit.schema.GRADES` and whose ``reason`` says why. :func:`equivalent` is its boolean form.
+- :func:`grade_many` grades a list of pairs, the symbolic step in parallel worker processes.
+
+How a pair is graded (``docs/grading.md`` states the policy and the measurements behind it):
+
+1. Both sides go through :func:`extract_answer` (a side without a marker is taken whole).
+2. Fast path, pure strings, in this process: equal :func:`normalize` keys are correct; two exact
+   numbers that differ are incorrect. Most pairs stop here.
+3. Otherwise Math-Verify parses and compares them in a worker process under a hard deadline
+   (``strict`` or ``lenient`` mode). A timeout is ``unparseable`` with reason ``"timeout"``, never
+   ``incorrect``; an error in the grader raises :class:`GradeError`, never a verdict.
+
+>>> grade("\\\\boxed{\\\\frac{1}{2}}", "0.5").verdict
+'correct'
+>>> r = grade("# Answer\\n\\n7", "\\\\frac{14}{2}")
+>>> r.verdict, r.reason
+('correct', 'equal-normalized')
+>>> grade("3", "4").reason
+'different-number'
+>>> grade("", "4").verdict
+'unparseable'
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+
+from prmkit.grade.extract import count_boxes, extract_answer
+from prmkit.grade.normalize import exact_number, is_decimal, normalize, strip_string
+from prmkit.grade.symbolic import DEFAULT_TIMEOUT, GradeError, GradeTimeout, SymbolicPool, default_pool
+from prmkit.schema import GRADES
+
+__all__ = ["GRADERS", "MODES", "REASONS", "GradeError", "GradeResult", "GradeTimeout", "SymbolicPool",
+           "equivalent", "extract_answer", "grade", "grade_many", "normalize", "reference_grade"]
+
+MODES = ("strict", "lenient")
+"""``strict``: variables, order and type matter. ``lenient``: also positional variables, sets ~ tuples,
+relations ~ intervals, case and list order of plain comma lists ignored."""
+
+REASONS = {
+    "equal-normalized": "correct", "equal-symbolic": "correct", "equal-unordered": "correct",
+    "different-number": "incorrect", "different-symbolic": "incorrect",
+    "no-answer": "unparseable", "given-unparsed": "unparseable", "timeout": "unparseable",
+    "memory": "unparseable",
+}
+"""Every reason :func:`grade` gives, with the verdict it goes with."""
+
+GRADERS = ("prmkit", "math-verify", "prm800k")
+"""Graders :func:`reference_grade` (and ``prmkit grade --audit``) can run."""
+
+_DELIMITERS = re.compile(r"\$|\\\(|\\\[|\\boxed|\\fbox")
+_MATHRM = re.compile(r"\\mathrm\{([A-Za-z]+)\}")
+_WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+
+
+@dataclass(frozen=True)
+class GradeResult:
+    """The outcome of grading one pair.
+
+    ``given``/``gold`` are the extracted answers, ``given_key``/``gold_key`` their :func:`normalize`
+    keys, ``detail`` what the symbolic step parsed (or the error text behind ``given-unparsed``).
+    """
+
+    verdict: str
+    reason: str
+    given: str | None = None
+    gold: str | None = None
+    given_key: str = ""
+    gold_key: str = ""
+    detail: str = ""
+
+    def __post_init__(self) -> None:
+        if self.verdict not in GRADES or REASONS.get(self.reason) != self.verdict:
+            raise ValueError(f"inconsistent grade {self.verdict!r} with reason {self.reason!r}")
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict == "correct"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def grade(given: str | None, gold: str, mode: str = "strict", *, timeout: float | None = None,
+          pool: SymbolicPool | None = None, on_timeout: str = "unparseable") -> GradeResult:
+    """Grade the answer in ``given`` (a solution or a bare answer) against ``gold``.
+
+    The roles differ: Math-Verify treats gold as the reference (``x \\in [-2,7]`` as gold accepts an
+    interval, ...), while the string fast path is symmetric (``x = 2`` and ``2`` share a key).
+
+    ``timeout`` bounds the symbolic step in seconds (default 5); ``on_timeout="raise"`` raises
+    :class:`GradeTimeout` instead of returning an ``unparseable``/``timeout`` result. Raises
+    :class:`GradeError` when the grader itself fails, ``ValueError`` on an empty gold or unknown mode.
+
+    >>> grade("x = 2", "2").verdict, grade("2", "x = 2").verdict
+    ('correct', 'correct')
+    >>> grade("(2, 1)", "(1, 2)").verdict, grade("(2, 1)", "(1, 2)", mode="lenient").verdict
+    ('incorrect', 'incorrect')
+    """
+    prepared = _prepare(given, gold, mode)
+    if isinstance(prepared, GradeResult):
+        return prepared
+    reply = (pool or default_pool()).run(prepared.job, timeout)
+    return _finish(prepared, reply, on_timeout)
+
+
+def equivalent(a: str, b: str, mode: str = "strict", **kwargs) -> bool:
+    """Whether ``b`` grades correct against ``a`` (``a`` in the role of gold). For majority voting:
+    group answers by :func:`normalize` first, then merge groups whose keys are ``equivalent``.
+
+    >>> equivalent("\\\\frac{1}{2}", "0.5"), equivalent("\\\\sqrt{4}", "2"), equivalent("3", "4")
+    (True, True, False)
+    """
+    return grade(b, a, mode, **kwargs).correct
+
+
+def grade_many(pairs: Iterable[tuple[str | None, str]], mode: str = "strict", *, workers: int | None = None,
+               timeout: float | None = None, on_timeout: str = "unparseable", errors: str = "raise",
+               pool: SymbolicPool | None = None) -> list:
+    """Grade ``(given, gold)`` pairs; the symbolic step runs on ``workers`` processes in parallel.
+
+    With ``errors="raise"`` the first :class:`GradeError` is raised (its message names the pair's
+    index); with ``errors="keep"`` the list holds the :class:`GradeError` at that position instead
+    of a :class:`GradeResult`, so a batch can set bad pairs aside without treating them as graded.
+
+    >>> [r.verdict for r in grade_many([("1", "1"), ("2", "1"), ("\\\\sqrt{4}", "2")])]
+    ['correct', 'incorrect', 'correct']
+    """
+    if errors not in ("raise", "keep"):
+        raise ValueError(f"errors must be 'raise' or 'keep', got {errors!r}")
+    prepared = [_prepare_or_error(i, given, gold, mode) for i, (given, gold) in enumerate(pairs)]
+    todo = [i for i, p in enumerate(prepared) if isinstance(p, _Prepared)]
+    own = pool is None and workers is not None
+    if todo:
+        pool = pool or (SymbolicPool(workers, timeout or DEFAULT_TIMEOUT) if own else default_pool())
+
+        def one(i: int):
+            try:
+                return _finish(prepared[i], pool.run(prepared[i].job, timeout), on_timeout)
+            except GradeError as e:
+                return type(e)(f"pair {i}: {e}")
+
+        try:
+            with ThreadPoolExecutor(max_workers=pool.workers) as executor:
+                for i, result in zip(todo, executor.map(one, todo)):
+                    prepared[i] = result
+        finally:
+            if own:
+                pool.close()
+    if errors == "raise":
+        for p in prepared:
+            if isinstance(p, GradeError):
+                raise p
+    return prepared
+
+
+def reference_grade(given: str | None, gold: str, grader: str, *, timeout: float | None = None,
+                    pool: SymbolicPool | None = None) -> str:
+    """The verdict of another grader on the pair, for audits: ``math-verify`` (its README usage,
+    default configs) or ``prm800k`` (a re-implementation of the released PRM800K grader).
+    Returns ``correct``, ``incorrect``, or ``unparseable`` for a timeout.
+
+    >>> reference_grade("\\\\frac{2}{4}", "\\\\frac{1}{2}", "prm800k")
+    'incorrect'
+    """
+    if grader == "prmkit":
+        return grade(given, gold, timeout=timeout, pool=pool).verdict
+    if grader not in GRADERS:
+        raise ValueError(f"unknown grader {grader!r} (known: {', '.join(GRADERS)})")
+    if grader == "prm800k":
+        job = {"grader": grader, "given": extract_answer(given or "") or (given or ""),
+               "gold": extract_answer(gold) or gold}
+    else:
+        job = {"grader": grader, "given": _delimited(given or ""), "gold": _delimited(gold)}
+    reply = (pool or default_pool()).run(job, timeout)
+    if "error" in reply:
+        raise GradeError(f"{grader} failed: {reply['error']}")
+    if reply.get("timeout") or reply.get("resource"):
+        return "unparseable"
+    return "correct" if reply["equal"] else "incorrect"
+
+
+# --- the steps ------------------------------------------------------------------------------------
+
+@dataclass
+class _Prepared:
+    """A pair the fast path could not decide, with the job for the symbolic step."""
+
+    given: str
+    gold: str
+    given_key: str
+    gold_key: str
+    job: dict
+
+    def result(self, reason: str, detail: str = "") -> GradeResult:
+        return GradeResult(REASONS[reason], reason, self.given, self.gold, self.given_key, self.gold_key, detail)
+
+
+def _prepare(given: str | None, gold: str, mode: str) -> GradeResult | _Prepared:
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r} (expected one of {', '.join(MODES)})")
+    if given is not None and not isinstance(given, str):
+        raise TypeError(f"given answer must be a string or None, got {type(given).__name__}")
+    if not isinstance(gold, str) or not gold.strip():
+        raise ValueError(f"gold answer must be a non-empty string, got {gold!r}")
+    gold_answer = extract_answer(gold) or gold.strip()
+    gold_key = normalize(gold_answer)
+    given_answer = (extract_answer(given) or given.strip()) if given else ""
+    if not given_answer:
+        return GradeResult("unparseable", "no-answer", None, gold_answer, "", gold_key)
+    prepared = _Prepared(given_answer, gold_answer, normalize(given_answer), gold_key, {})
+    decided = _fast(prepared, given, gold, mode)
+    if decided is not None:
+        return decided
+    prepared.job = {"given": _for_math_verify(given, given_answer), "gold": _for_math_verify(gold, gold_answer),
+                    "mode": mode}
+    return prepared
+
+
+def _prepare_or_error(index: int, given, gold, mode: str):
+    try:
+        return _prepare(given, gold, mode)
+    except (TypeError, ValueError) as e:
+        raise type(e)(f"pair {index}: {e}") from None
+
+
+def _fast(p: _Prepared, given_text: str, gold_text: str, mode: str) -> GradeResult | None:
+    """Decide from strings alone when that is safe; None hands the pair to the symbolic step."""
+    if p.given_key == p.gold_key:
+        return p.result("equal-normalized")
+    a, b = exact_number(p.given_key), exact_number(p.gold_key)
+    if a is not None and b is not None and not _percent(given_text + gold_text):
+        rounded = is_decimal(strip_string(p.given)) or is_decimal(strip_string(p.gold))
+        # A decimal may be a rounding of the other side (0.333333 for 1/3): only a clear gap is decided here.
+        if not rounded or abs(a - b) > 1e-3 * max(1, abs(a), abs(b)):
+            return p.result("different-number")
+    if mode == "lenient":
+        if p.given_key.lower() == p.gold_key.lower():
+            return p.result("equal-normalized")
+        if "," in p.gold_key and sorted(_items(p.given_key)) == sorted(_items(p.gold_key)):
+            return p.result("equal-unordered")
+    return None
+
+
+def _items(key: str) -> list[str]:
+    return [normalize(x) for x in key.strip("{}").replace("\\{", "").replace("\\}", "").split(",")]
+
+
+def _percent(text: str) -> bool:
+    return "%" in text or "percent" in text or "pct" in text
+
+
+def _for_math_verify(text: str, answer: str) -> str:
+    """What Math-Verify parses for one side.
+
+    Text with boxes goes whole (Math-Verify joins several boxes into one answer); an answer found
+    under ``# Answer`` or ``####``, or a bare answer, is wrapped in ``$...$``; prose without any
+    marker goes whole and Math-Verify finds the answer in it.
+    """
+    if count_boxes(text) or (extract_answer(text) is None
+                             and (_DELIMITERS.search(text) or len(_WORD.findall(text)) >= 2)):
+        return _MATHRM.sub(r"\1", text)
+    return _delimited(answer.replace("\\$", "").replace("$", ""))
+
+
+def _delimited(text: str) -> str:
+    # Math-Verify 0.9.0 cuts "\\frac{1}{\\mathrm{e}}" short (so 1-1/e "equals" 1+1/e); upright letters are letters.
+    text = _MATHRM.sub(r"\1", text)
+    return text if _DELIMITERS.search(text) else f"${text}$"
+
+
+def _finish(p: _Prepared, reply: dict, on_timeout: str) -> GradeResult:
+    if reply.get("timeout"):
+        if on_timeout == "raise":
+            raise GradeTimeout(f"symbolic step timed out on given {p.given[:80]!r} vs gold {p.gold[:80]!r}")
+        return p.result("timeout")
+    if reply.get("resource"):
+        return p.result("memory", f"worker ran out of memory ({reply['resource']})")
+    if reply.get("unparsed") == "given":
+        return p.result("given-unparsed", reply.get("error", ""))
+    if reply.get("unparsed") == "gold":
+        raise GradeError(f"gold answer {p.gold[:120]!r} cannot be parsed")
+    if reply.get("equal"):
+        return p.result("equal-symbolic", f"gold={reply['gold']} given={reply['given']}")
+    if "error" in reply:
+        raise GradeError(f"grading given {p.given[:80]!r} vs gold {p.gold[:80]!r} failed: {reply['error']}")
+    return p.result("different-symbolic", f"gold={reply['gold']} given={reply['given']}")

@@ -214,8 +214,6 @@ class Step:
     def to_dict(self) -> dict:
         out = _compact(self)
         out["completions"] = [c.to_dict() for c in self.completions]
-        if self.chosen is None:
-            out["chosen"] = None  # explicit: "no completion chosen" differs from the default 0
         if self.human is not None:
             out["human"] = self.human.to_dict()
         return out

@@ -194,10 +194,17 @@ def atomic_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] =
         gz = str(path).endswith(".gz")
         with (gzip.open(tmp, "wt", encoding="utf-8") if gz else open(tmp, "w", encoding="utf-8")) as f:
             yield f
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes files owner-only; outputs get normal permissions
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def dumps(record: Any) -> str:

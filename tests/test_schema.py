@@ -108,5 +108,7 @@ def test_atomic_output_never_leaves_half_a_file(tmp_path):
             raise RuntimeError("interrupted")
     assert out.read_text() == "previous\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
+    write_records(out, [])
+    assert out.stat().st_mode & 0o044  # readable by others, as any file the user writes
     with pytest.raises(ValueError, match="same file"):
         write_records(out, [], inputs=[out])

@@ -1,0 +1,143 @@
+"""Every best-of-N number for one pool: selection curves with confidence intervals, as one JSON-able dict.
+
+``evaluate_pool`` runs best-of-N by each score column (exact), pass@N (exact), majority vote and
+weighted vote by each column (Monte Carlo, standard error reported), and the first sample, then
+bootstraps 95% intervals over problems with shared resamples. Metric names say what they measure::
+
+    bon_acc@64[prm_min]      best-of-64 by the column prm_min, exact expectation
+    weighted_acc@64[prm_min] reward-weighted vote of 64, Monte Carlo (mc_se beside it)
+    maj_acc@64               majority vote of 64 over grader-equivalent answers, Monte Carlo
+    pass@64                  an oracle picks a correct sample if any of the 64 is, exact
+    first_acc                the first sample of every problem
+
+>>> from prmkit.evaluate.pool import pool_from_lists
+>>> pool = pool_from_lists([["1", "1", "2"]] * 4, [[1, 1, 0]] * 4, {"rm": [[.2, .3, .9]] * 4}, answer_key="exact")
+>>> res = evaluate_pool(pool, ["rm"], [1, 3], n_boot=100)
+>>> res["metrics"]["bon_acc@3[rm]"]["estimate"], res["metrics"]["pass@3"]["estimate"], res["metrics"]["maj_acc@3"]["estimate"]
+(0.0, 1.0, 1.0)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from prmkit.evaluate.bon import _padded_size, exact_bon, exact_pass, first_sample
+from prmkit.evaluate.bootstrap import bootstrap_ci
+from prmkit.evaluate.pool import Pool
+from prmkit.evaluate.vote import vote_curve, vote_weights
+
+
+def default_ns(m_pad: int) -> list[int]:
+    """Powers of two up to the padded pool size, and the size itself.
+
+    >>> default_ns(8), default_ns(12)
+    ([1, 2, 4, 8], [1, 2, 4, 8, 12])
+    """
+    ns = [2 ** k for k in range(m_pad.bit_length()) if 2 ** k <= m_pad]
+    return ns + ([m_pad] if ns[-1] != m_pad else [])
+
+
+def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, pad_to: int | None = None,
+                  vote: bool = True, weight_transform: str = "auto", target_se: float = 0.002,
+                  n_boot: int = 2000, seed: int = 0, progress=None) -> dict:
+    """Best-of-N, votes, pass@N and first sample for ``pool``; see the module docstring for the names."""
+    m_pad = _padded_size(pool, pad_to)
+    ns = sorted(set(ns or default_ns(m_pad)))
+    if ns[0] < 1 or ns[-1] > m_pad:
+        raise ValueError(f"N must be between 1 and the padded pool size {m_pad} (got {ns}); see --pad-to")
+    curves: dict[str, dict] = {}
+    for col in columns:
+        curves[f"bon_acc[{col}]"] = {"per_problem": exact_bon(pool, col, ns, m_pad), "method": "exact"}
+    curves["pass"] = {"per_problem": exact_pass(pool, ns, m_pad), "method": "exact"}
+    transforms = {}
+    if vote:
+        curves["maj_acc"] = _mc(vote_curve(pool, ns, None, m_pad, target_se, seed=seed, progress=progress))
+        for col in columns:
+            weights, transforms[col] = vote_weights(pool.column(col), weight_transform)
+            est = vote_curve(pool, ns, weights, m_pad, target_se, seed=seed + 1, progress=progress)
+            curves[f"weighted_acc[{col}]"] = _mc(est)
+    first = first_sample(pool)
+    _add_intervals(curves, first, n_boot, seed)
+    return {"pool": pool_summary(pool, m_pad), "ns": ns, "curves": curves,
+            "metrics": _flat_metrics(curves, ns, first),
+            "settings": {"columns": columns, "pad_to": m_pad, "vote_weight_transform": transforms,
+                         "target_se": target_se, "bootstrap_resamples": n_boot, "ci_level": 0.95, "seed": seed}}
+
+
+def _mc(est) -> dict:
+    return {"per_problem": est.per_problem, "method": "monte_carlo", "mc_se": est.se.tolist(),
+            "mc_rounds": est.rounds.tolist()}
+
+
+def _add_intervals(curves: dict, first: np.ndarray, n_boot: int, seed: int) -> None:
+    """Estimates and bootstrap intervals for every curve, with one shared set of resamples."""
+    names = list(curves)
+    stacked = np.concatenate([curves[k]["per_problem"] for k in names] + [first[:, None]], axis=1)
+    low, high = bootstrap_ci(stacked, n_boot=n_boot, seed=seed)
+    means = stacked.mean(axis=0)
+    at = 0
+    for name in names:
+        width = curves[name]["per_problem"].shape[1]
+        curves[name].update(estimate=means[at:at + width].tolist(), ci_low=low[at:at + width].tolist(),
+                            ci_high=high[at:at + width].tolist())
+        del curves[name]["per_problem"]
+        at += width
+    curves["first_acc"] = {"method": "exact", "estimate": [float(means[-1])], "ci_low": [float(low[-1])],
+                           "ci_high": [float(high[-1])]}
+
+
+def metric_name(curve: str, n: int) -> str:
+    """``bon_acc[rm]`` at 64 is ``bon_acc@64[rm]``; ``pass`` at 64 is ``pass@64``.
+
+    >>> metric_name("bon_acc[rm]", 64), metric_name("pass", 64)
+    ('bon_acc@64[rm]', 'pass@64')
+    """
+    base, bracket, col = curve.partition("[")
+    return f"{base}@{n}" + (f"[{col}" if bracket else "")
+
+
+def _flat_metrics(curves: dict, ns: list[int], first: np.ndarray) -> dict:
+    out = {}
+    for name, c in curves.items():
+        if name == "first_acc":
+            out[name] = {"estimate": c["estimate"][0], "ci95": [c["ci_low"][0], c["ci_high"][0]], "method": "exact"}
+            continue
+        for j, n in enumerate(ns):
+            entry = {"estimate": c["estimate"][j], "ci95": [c["ci_low"][j], c["ci_high"][j]], "method": c["method"]}
+            if "mc_se" in c:
+                entry.update(mc_se=c["mc_se"][j], mc_rounds=c["mc_rounds"][j])
+            out[metric_name(name, n)] = entry
+    return out
+
+
+def pool_summary(pool: Pool, m_pad: int) -> dict:
+    """What the numbers were computed on: sizes, answerless samples, grade conflicts within answer groups."""
+    return {"format": pool.format, "problems": pool.n_problems, "samples": pool.n_samples,
+            "samples_per_problem": [int(pool.sizes.min()), int(pool.sizes.max())], "pad_to": m_pad,
+            "answerless": int((~pool.has_answer).sum()), "correct": int(pool.correct.sum()),
+            "score_columns": {k: {"missing": int(np.isnan(v).sum())} for k, v in pool.scores.items()},
+            "answer_groups_with_mixed_grades": pool.group_conflicts}
+
+
+def format_table(result: dict) -> str:
+    """A terminal table: one row per N, one column per method, ``estimate [ci]`` in percent, ``±se`` for MC."""
+    curves = {k: v for k, v in result["curves"].items() if k != "first_acc"}
+    order = sorted(curves, key=lambda k: (k != "pass", not k.startswith("bon"), k))
+    header = ["N"] + order
+    rows = []
+    for j, n in enumerate(result["ns"]):
+        row = [str(n)]
+        for name in order:
+            c = curves[name]
+            cell = f"{100 * c['estimate'][j]:.1f} [{100 * c['ci_low'][j]:.1f}, {100 * c['ci_high'][j]:.1f}]"
+            if "mc_se" in c:
+                cell += f" ±{100 * c['mc_se'][j]:.2f}"
+            row.append(cell)
+        rows.append(row)
+    widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(r, widths)).rstrip() for r in [header] + rows]
+    first = result["curves"]["first_acc"]
+    lines.append(f"first_acc {100 * first['estimate'][0]:.1f} [{100 * first['ci_low'][0]:.1f}, "
+                 f"{100 * first['ci_high'][0]:.1f}]   (accuracy %, 95% bootstrap CI over problems; "
+                 f"±: Monte-Carlo standard error)")
+    return "\n".join(lines)

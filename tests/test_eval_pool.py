@@ -1,0 +1,88 @@
+"""Pool loading: formats, answer grouping, step-score aggregation, compact arrays."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from prmkit.evaluate.pool import (
+    detect_format,
+    group_answers,
+    gsm8k_example_answer,
+    load_pool,
+    pool_from_lists,
+)
+from prmkit.io import RecordError, write_records
+from prmkit.schema import Problem, Solution
+
+
+def solution(pid, answer, grade, scores=None, step_scores=None):
+    sol = Solution.from_steps(Problem(f"problem {pid}", answer="4", id=pid), ["step one", "step two"],
+                              answer=answer, grade=grade, scores=scores or {})
+    for step, value in zip(sol.steps, step_scores or []):
+        step.scores["p"] = value
+    return sol
+
+
+def test_prmkit_pool_groups_by_problem_id_and_keeps_file_order(tmp_path):
+    path = tmp_path / "scored.jsonl"
+    write_records(path, [solution("a", "4", "correct", {"rm": 0.9}, [0.9, 0.5]),
+                         solution("b", "5", "incorrect", {"rm": 0.2}, [0.3, 0.2]),
+                         solution("a", None, "unparseable", {"rm": 0.99}, [0.9, 0.9]),
+                         solution("a", "4.0", "correct", {}, [0.8, 0.7])])
+    pool = load_pool(path, columns=["rm", "p:min", "p:product"], answer_key="exact")
+    assert pool.format == "prmkit" and pool.problem_ids == ["a", "b"]
+    assert pool.sizes.tolist() == [3, 1]
+    assert pool.has_answer.tolist() == [True, False, True, True]
+    assert pool.correct.tolist() == [True, False, True, False]
+    np.testing.assert_allclose(pool.scores["rm"], [0.9, 0.99, np.nan, 0.2])
+    np.testing.assert_allclose(pool.scores["p:min"], [0.5, 0.9, 0.7, 0.2])
+    np.testing.assert_allclose(pool.scores["p:product"], [0.45, 0.81, 0.56, 0.06])
+    assert pool.group.tolist() == [0, -1, 1, 0]  # exact strings: "4" and "4.0" differ
+
+
+def test_grader_grouping_merges_equivalent_answers():
+    grade = pytest.importorskip("prmkit.grade")
+    assert grade.equivalent("\\frac{1}{2}", "0.5")
+    pool = pool_from_lists([["\\frac{1}{2}", "0.5", "1/2", "3"]], [[1, 1, 1, 0]])
+    assert pool.group.tolist() == [0, 0, 0, 1]
+    assert pool_from_lists([["\\frac{1}{2}", "0.5"]], [[1, 1]], answer_key="exact").group.tolist() == [0, 1]
+
+
+def test_group_answers_is_transitive_union():
+    pairs = {frozenset(("a", "b")), frozenset(("b", "c"))}
+    assert group_answers(["a", "c", "b", "d"], equivalent=lambda x, y: frozenset((x, y)) in pairs) == [0, 0, 0, 1]
+
+
+def test_missing_column_and_bad_records_are_errors(tmp_path):
+    path = tmp_path / "s.jsonl"
+    write_records(path, [solution("a", "4", "correct", {"rm": 0.9})])
+    with pytest.raises(ValueError, match="missing from every sample"):
+        load_pool(path, columns=["orm"])
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"problem": {"problem": "x"}, "grade": "maybe"}) + "\n")
+    with pytest.raises(RecordError, match="bad.jsonl:1") as e:
+        load_pool(bad)
+    assert e.value.field == "grade"
+
+
+def test_detect_format_and_gsm8k_answer():
+    assert detect_format({"problem": {"problem": "x"}}) == "prmkit"
+    assert detect_format({"question": "q", "6b_finetuning": {"is_correct": True, "solution": "A: 1"}}) == "gsm8k-examples"
+    with pytest.raises(ValueError, match="--format"):
+        detect_format({"x": 1})
+    assert gsm8k_example_answer("so 2 * 9 = 18\nA: 18") == "18"
+
+
+@pytest.mark.shared_data
+def test_real_candidate_pools(shared_data):
+    qwen = load_pool(shared_data / "candidates" / "qwen25math_math_cot_100.jsonl")
+    assert (qwen.n_problems, qwen.n_samples, qwen.format) == (100, 800, "qwen-candidates")
+    assert qwen.correct.sum() == 728 and list(qwen.scores) == ["pred_score"]
+    assert qwen.group_conflicts == 0
+    gsm = load_pool(shared_data / "candidates" / "gsm8k_example_model_solutions.jsonl", answer_key="exact")
+    assert (gsm.n_problems, gsm.n_samples, gsm.format) == (1319, 5276, "gsm8k-examples")
+    assert (~gsm.has_answer).sum() == 11 and gsm.scores == {}
+    assert gsm.nbytes < 100_000

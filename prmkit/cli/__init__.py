@@ -13,7 +13,14 @@ import sys
 from prmkit import __version__
 
 # Command groups in the order --help lists them: (module under prmkit.cli, command name).
-GROUPS = (("data", "data"), ("grade", "grade"), ("evaluate", "eval"), ("report", "report"))
+GROUPS = (
+    ("data", "data"),
+    ("grade", "grade"),
+    ("evaluate", "eval"),
+    ("report", "report"),
+    ("label", "label"),
+    ("lab", "lab"),
+)
 
 EPILOG = """\
 examples:

@@ -1,0 +1,171 @@
+"""``prmkit lab``: the synthetic ledger domain: generate pools, label them with simulated people, report rates.
+
+The commands parse arguments and call :mod:`prmkit.lab`. Configuration: a preset (quick, default,
+full), then ``--set key=value`` overrides of any field (``generator.check_rate=0.1``,
+``labellers.flip_rate=0``, ``domain.steps=6,10``, ``eval_samples=16``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from prmkit import lab
+from prmkit.cli import HelpFormatter
+from prmkit.io import read_solutions, write_records
+
+GROUP_EPILOG = """\
+examples:
+  prmkit lab generate --preset default --split eval --seed 0 eval.jsonl.gz
+  prmkit lab label --seed 0 train.jsonl.gz labelled.jsonl.gz
+  prmkit lab stats --preset default --seed 0
+  prmkit lab stats eval.jsonl.gz
+
+`docs/lab.md` describes the domain, the failure modes and the simulated labellers.
+"""
+
+GENERATE_EPILOG = """\
+examples:
+  prmkit lab generate eval.jsonl.gz                       (default preset: 300 problems x 64 samples)
+  prmkit lab generate --split train train.jsonl.gz         (500 x 4 = 2,000 solutions to label)
+  prmkit lab generate --split ood --seed 1 ood.jsonl.gz    (the held-out family)
+  prmkit lab generate --problems 10 --samples 8 --set generator.no_answer_rate=0 small.jsonl
+
+The same preset, overrides, split and seed give the same bytes. Records are prmkit solutions, graded,
+unlabelled; `prmkit lab label` labels them, `prmkit data convert --to prm800k` exports labelled ones.
+"""
+
+LABEL_EPILOG = """\
+examples:
+  prmkit lab label train.jsonl.gz labelled.jsonl.gz
+  prmkit lab label --set labellers.flip_rate=0.1 --set labellers.labellers=4 train.jsonl.gz noisy.jsonl.gz
+  prmkit lab label --set labellers.stop_at_first_error=false train.jsonl.gz every_step.jsonl.gz
+  prmkit lab label --oracle train.jsonl.gz truth.jsonl.gz   (exact labels of every step, with reasons)
+  prmkit data convert --from prmkit --to prm800k labelled.jsonl.gz labelled.prm800k.jsonl
+
+Simulated labellers rate from the oracle's truth with noise (flip rate, neutral confusion, a bias per
+labeller), take time per step, and stop at the first step they rate -1 (PRM800K phase 2).
+"""
+
+STATS_EPILOG = """\
+examples:
+  prmkit lab stats                                   (generate the default eval pool in memory)
+  prmkit lab stats --preset quick --split ood --seed 2
+  prmkit lab stats --set generator.misconception_rate=0 --json
+  prmkit lab stats eval.jsonl.gz
+
+Rates: pass@N (exact), maj_acc@M (majority of all M samples), no-answer share, right answer with a
+wrong step, neutral and wrong step shares, misreadings per trigger, oracle reasons; see docs/lab.md.
+"""
+
+
+def _overrides(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set expects KEY=VALUE, got {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _config(args: argparse.Namespace) -> lab.LabConfig:
+    return lab.preset(args.preset).replace(_overrides(args.set))
+
+
+def _pool(args: argparse.Namespace, cfg: lab.LabConfig) -> tuple[list, float]:
+    start = time.perf_counter()
+    pool = lab.generate_pool(cfg, args.seed, args.split, args.problems, args.samples)
+    return pool, time.perf_counter() - start
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    pool, seconds = _pool(args, _config(args))
+    n = write_records(args.output, pool)
+    problems = len({s.problem.id for s in pool})
+    print(f"wrote {n} solutions ({problems} problems, split {args.split}, seed {args.seed}) "
+          f"to {args.output}; generated in {seconds:.2f} s")
+    return 0
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    cfg = _config(args)
+    solutions = list(read_solutions(args.input))
+    if args.oracle:
+        out = [lab.oracle_label(s) for s in solutions]
+    else:
+        out = lab.label(solutions, cfg.labellers, args.seed)
+    n = write_records(args.output, out, inputs=[args.input])
+    steps = sum(len(s.steps) for s in out)
+    who = "the oracle" if args.oracle else f"{cfg.labellers.labellers} simulated labellers"
+    print(f"labelled {n} solutions ({steps} steps rated) by {who} -> {args.output}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    if args.input:
+        solutions, seconds = list(read_solutions(args.input)), None
+    else:
+        solutions, seconds = _pool(args, _config(args))
+    d = lab.pool_stats(solutions)
+    if args.json:
+        print(json.dumps({**d, "generation_seconds": None if seconds is None else round(seconds, 3)}, indent=2))
+    else:
+        print(lab.format_stats(d))
+        if seconds is not None:
+            print(f"generated in {seconds:.2f} s (preset {args.preset}, split {args.split}, seed {args.seed})")
+    return 0
+
+
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
+                   help="sizes and settings to start from (quick: seconds; default: 300 x 64 held out; full: larger)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, dotted (generator.check_rate=0.1, labellers.flip_rate=0, "
+                        "domain.steps=6,10); repeatable")
+    p.add_argument("--seed", type=int, default=0, help="random seed: the same seed gives the same records")
+
+
+def _add_pool_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--split", choices=lab.SPLITS, default="eval",
+                   help="which pool: eval (held out), train (to label), ood (held-out family), pretrain")
+    p.add_argument("--problems", type=int, default=None, help="number of problems (default: the preset's size)")
+    p.add_argument("--samples", type=int, default=None,
+                   help="samples per problem (default: the preset's size for the split)")
+
+
+def register(subparsers) -> None:
+    group = subparsers.add_parser("lab", help="the synthetic ledger domain: generate, label, stats",
+                                  description="The synthetic ledger domain with an exact step oracle: generate "
+                                              "pools, label them with simulated people, report every rate.",
+                                  formatter_class=HelpFormatter,
+                                  epilog=GROUP_EPILOG)
+    sub = group.add_subparsers(dest="lab_command", metavar="COMMAND", required=True, help="what to do")
+
+    p = sub.add_parser("generate", help="sample a pool of graded solutions (JSONL)", formatter_class=HelpFormatter,
+                       description="Sample a pool of ledger solutions, graded, unlabelled.", epilog=GENERATE_EPILOG)
+    _add_config_flags(p)
+    _add_pool_flags(p)
+    p.add_argument("output", help="output file (.jsonl, or .jsonl.gz to compress); written atomically")
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("label", help="label a pool with simulated labellers (or the exact oracle)",
+                       formatter_class=HelpFormatter, epilog=LABEL_EPILOG,
+                       description="Label ledger solutions: simulated people in the phase-2 flow, or the oracle.")
+    _add_config_flags(p)
+    p.add_argument("--oracle", action="store_true",
+                   help="exact labels of every step (label_source oracle, reasons in step meta) instead of people")
+    p.add_argument("input", help="a pool from `prmkit lab generate` (prmkit records)")
+    p.add_argument("output", help="output file of labelled records; may not be the input")
+    p.set_defaults(func=cmd_label)
+
+    p = sub.add_parser("stats", help="every rate of a pool, as a table", formatter_class=HelpFormatter,
+                       description="Every rate of a pool: read from a file, or generated in memory.",
+                       epilog=STATS_EPILOG)
+    _add_config_flags(p)
+    _add_pool_flags(p)
+    p.add_argument("--json", action="store_true", help="print the numbers as JSON instead of a table")
+    p.add_argument("input", nargs="?", default=None,
+                   help="a pool file; without it the preset's pool is generated (then --preset, --split, ... apply)")
+    p.set_defaults(func=cmd_stats)

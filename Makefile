@@ -16,7 +16,7 @@ run: venv
 	bash scripts/demo.sh
 
 test: venv
-	$(PY) -m pytest -n 2 tests prmkit
+	bash scripts/test.sh
 
 test-quick: venv
 	$(PY) -m pytest -m "not slow" -x -q tests prmkit

@@ -12,5 +12,5 @@ fi
 echo "prmkit bootstrap: venv=$venv torch=$flavour"
 [ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -e ".[${flavour},dev]"
+"$venv/bin/python" -m pip install -q -e ".[${flavour},serve,dev]"
 "$venv/bin/python" -c "import torch, prmkit; print('torch', torch.__version__, 'cuda' if torch.cuda.is_available() else 'cpu'); print('prmkit', prmkit.__version__)"

@@ -1,0 +1,53 @@
+// Text with mathematics, rendered without ever parsing the text as HTML.
+// Plain text goes into text nodes; each $...$, \(...\), \[...\], $$...$$ goes through
+// katex.renderToString with trust:false (no \href, \url, \htmlData, \includegraphics links or
+// attributes) and throwOnError:false (bad LaTeX shows as red source), and only KaTeX's own output is
+// set as HTML. Without KaTeX the mathematics shows as its source text.
+"use strict";
+(function () {
+  const DELIMS = [["$$", "$$", true], ["\\[", "\\]", true], ["\\(", "\\)", false], ["$", "$", false]];
+  const OPTIONS = { throwOnError: false, trust: false, strict: "ignore", maxSize: 20, maxExpand: 300 };
+
+  function segments(text) {
+    const out = [];
+    let buf = "", i = 0;
+    while (i < text.length) {
+      if (text.startsWith("\\$", i)) { buf += "$"; i += 2; continue; }
+      const d = DELIMS.find(([open]) => text.startsWith(open, i));
+      if (d) {
+        const start = i + d[0].length, end = text.indexOf(d[1], start);
+        if (end > start) {
+          if (buf) out.push({ text: buf });
+          out.push({ tex: text.slice(start, end), display: d[2], source: text.slice(i, end + d[1].length) });
+          buf = ""; i = end + d[1].length; continue;
+        }
+      }
+      buf += text[i]; i += 1;
+    }
+    if (buf) out.push({ text: buf });
+    return out;
+  }
+
+  function renderMath(seg) {
+    const span = document.createElement("span");
+    span.className = seg.display ? "math display" : "math";
+    if (window.katex) {
+      try {
+        span.innerHTML = window.katex.renderToString(seg.tex, Object.assign({ displayMode: seg.display }, OPTIONS));
+        return span;
+      } catch (e) { /* fall through to the source text */ }
+    }
+    span.textContent = seg.source;
+    return span;
+  }
+
+  function renderText(el, text) {
+    el.textContent = "";
+    for (const seg of segments(String(text == null ? "" : text))) {
+      el.appendChild(seg.text !== undefined ? document.createTextNode(seg.text) : renderMath(seg));
+    }
+    return el;
+  }
+
+  window.prmkitRender = { segments, renderText };
+})();

@@ -14,12 +14,13 @@ False
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from prmkit.io import RecordError, RejectWriter, read_records
+from prmkit.io import RecordError, RejectWriter, atomic_output, read_records
 from prmkit.schema import Completion, Problem, SchemaError, Solution, _check_type
 
 NEUTRAL_POLICIES = ("positive", "negative", "drop")
@@ -195,6 +196,31 @@ def supervised(ratings: list[int | None], options: Options) -> list[bool]:
         if not label and options.supervise == "first_error":
             break
     return labels
+
+
+def write_rows(records: Iterable[Solution], path, to_row: Callable[[Solution, Options], dict],
+               options: Options, dropped: Counter | None = None, array: bool = False) -> int:
+    """Write ``to_row`` of every record atomically, as JSON Lines or (``array``) one JSON array.
+
+    A record ``to_row`` cannot express (:class:`Dropped`) is left out and counted in ``dropped``.
+    Returns the number of rows written.
+    """
+    n = 0
+    with atomic_output(path) as f:
+        f.write("[\n" if array else "")
+        for record in records:
+            try:
+                row = to_row(record, options)
+            except Dropped as e:
+                count_drop(dropped, e.reason)
+                continue
+            if array:
+                f.write((",\n" if n else "") + json.dumps(row, ensure_ascii=False, indent=2))
+            else:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+        f.write("\n]\n" if array else "")
+    return n
 
 
 def count_drop(dropped: Counter | None, reason: str) -> None:

@@ -36,8 +36,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prmkit.grade import extract_answer
 from prmkit.convert.base import ANSWER_MARK, DEFAULTS, Options, opt, req, text_of
+from prmkit.grade import extract_answer
 from prmkit.io import RecordError, atomic_output, dumps, iter_json
 from prmkit.schema import Completion, Problem, SchemaError, Solution, Step, _check_type, check_rating
 

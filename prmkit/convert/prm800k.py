@@ -56,8 +56,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prmkit.grade import extract_answer
 from prmkit.convert.base import DEFAULTS, Options, opt, req, rows, text_of
+from prmkit.grade import extract_answer
 from prmkit.io import atomic_output, dumps
 from prmkit.schema import (
     Completion,

@@ -36,8 +36,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prmkit.grade import extract_answer
 from prmkit.convert.base import DEFAULTS, Options, opt, problems_of, req, rows
+from prmkit.grade import extract_answer
 from prmkit.io import atomic_output, dumps
 from prmkit.schema import Problem, SchemaError, _check_type
 

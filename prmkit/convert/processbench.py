@@ -29,12 +29,20 @@ True
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prmkit.convert.base import DEFAULTS, Dropped, Options, count_drop, linear, opt, req, rows, text_of
-from prmkit.io import atomic_output
+from prmkit.convert.base import (
+    DEFAULTS,
+    Dropped,
+    Options,
+    linear,
+    opt,
+    req,
+    rows,
+    text_of,
+    write_rows,
+)
 from prmkit.schema import Generator, Problem, SchemaError, Solution, Step
 
 KEYS = ("id", "generator", "problem", "steps", "final_answer_correct", "label")
@@ -98,19 +106,4 @@ def to_row(s: Solution, options: Options) -> dict:
 
 def write(records: Iterable[Solution], path, options: Options = DEFAULTS, dropped=None) -> int:
     """Write ProcessBench rows (a JSON array for ``*.json``, else JSON Lines); return the count."""
-    array, n = str(path).endswith(".json"), 0
-    with atomic_output(path) as f:
-        f.write("[\n" if array else "")
-        for s in records:
-            try:
-                row = to_row(s, options)
-            except Dropped as e:
-                count_drop(dropped, e.reason)
-                continue
-            if array:
-                f.write((",\n" if n else "") + json.dumps(row, ensure_ascii=False, indent=2))
-            else:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-        f.write("\n]\n" if array else "")
-    return n
+    return write_rows(records, path, to_row, options, dropped, array=str(path).endswith(".json"))

@@ -39,15 +39,14 @@ from prmkit.convert.base import (
     DEFAULTS,
     Dropped,
     Options,
-    count_drop,
     linear,
     opt,
     req,
     rows,
     supervised,
     text_of,
+    write_rows,
 )
-from prmkit.io import atomic_output, dumps
 from prmkit.schema import Problem, SchemaError, Solution, Step
 
 STEP_PREFIX = re.compile(r"Step (\d+): ")
@@ -127,14 +126,4 @@ def to_row(s: Solution, options: Options) -> dict:
 
 def write(records: Iterable[Solution], path, options: Options = DEFAULTS, dropped=None) -> int:
     """Write solutions as Math-Shepherd rows (atomically); return the number of rows."""
-    n = 0
-    with atomic_output(path) as f:
-        for s in records:
-            try:
-                row = to_row(s, options)
-            except Dropped as e:
-                count_drop(dropped, e.reason)
-                continue
-            f.write(dumps(row) + "\n")
-            n += 1
-    return n
+    return write_rows(records, path, to_row, options, dropped)

@@ -33,8 +33,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from prmkit.convert.base import DEFAULTS, Dropped, Options, count_drop, linear, req, rows, supervised, text_of
-from prmkit.io import atomic_output, dumps
+from prmkit.convert.base import (
+    DEFAULTS,
+    Dropped,
+    Options,
+    linear,
+    req,
+    rows,
+    supervised,
+    text_of,
+    write_rows,
+)
 from prmkit.schema import Problem, SchemaError, Solution, Step, _check_type
 
 KEYS = ("prompt", "completions", "labels", "neutral_policy", "supervision")
@@ -80,14 +89,4 @@ def to_row(s: Solution, options: Options) -> dict:
 
 def write(records: Iterable[Solution], path, options: Options = DEFAULTS, dropped=None) -> int:
     """Write solutions as TRL rows (JSON Lines, atomically); return the number of rows."""
-    n = 0
-    with atomic_output(path) as f:
-        for s in records:
-            try:
-                row = to_row(s, options)
-            except Dropped as e:
-                count_drop(dropped, e.reason)
-                continue
-            f.write(dumps(row) + "\n")
-            n += 1
-    return n
+    return write_rows(records, path, to_row, options, dropped)

@@ -20,6 +20,8 @@ GROUPS = (
     ("report", "report"),
     ("label", "label"),
     ("lab", "lab"),
+    ("train", "train"),
+    ("score", "score"),
 )
 
 EPILOG = """\

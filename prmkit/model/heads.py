@@ -1,0 +1,98 @@
+"""Reward-model heads on any Hugging Face backbone, read at the step-end positions of the formatter.
+
+Three heads (``HeadSpec.kind``):
+
+``lm``
+    The paper's: the backbone is an ``AutoModelForCausalLM`` and its own language-model head, read at each
+    step end, is restricted to the label tokens (positive, negative and, with a neutral class, neutral).
+    Nothing new is learned from scratch: the head starts from the LM's own next-token predictions.
+``classify``
+    An ``AutoModelForTokenClassification`` with 2 or 3 classes (a new linear layer on the last hidden
+    state), as TRL's PRMTrainer did.
+``regress``
+    The same with one output: P(step correct) = sigmoid(logit), trained with binary (soft)
+    cross-entropy on floats in [0, 1], for Monte-Carlo values.
+
+Whatever the head, :class:`RewardModel` returns logits ``[batch, steps, outputs]`` at the given
+positions, and :func:`soft_cross_entropy` / :func:`probabilities` turn them into a loss and
+probabilities in the output order of :mod:`prmkit.model.labels`.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from prmkit.model.spec import AUTO_CLASSES, HEADS, HeadSpec  # noqa: F401  (re-exported)
+
+
+class RewardModel(nn.Module):
+    """A backbone plus a head spec: ``forward(input_ids, attention_mask, positions) -> logits [B, S, C]``.
+
+    ``positions`` is ``[B, S]`` with the step-end positions of each row, padded with -1 (padded entries
+    give logits that the loss and the scorer ignore).
+    """
+
+    def __init__(self, backbone: nn.Module, head: HeadSpec):
+        super().__init__()
+        self.backbone = backbone
+        self.head = head
+        if head.kind == "lm":
+            if len(head.label_token_ids) != head.n_outputs:
+                raise ValueError("lm head: label_token_ids not set (see prmkit.model.hub.attach_tokens)")
+            self.register_buffer("label_ids", torch.tensor(head.label_token_ids, dtype=torch.long), persistent=False)
+
+    def forward(self, input_ids, attention_mask, positions):
+        logits = self.backbone(input_ids=input_ids, attention_mask=attention_mask).logits
+        index = positions.clamp(min=0)
+        rows = torch.arange(logits.shape[0], device=logits.device)[:, None]
+        picked = logits[rows, index]  # [B, S, V] or [B, S, C]
+        if self.head.kind == "lm":
+            picked = picked.index_select(-1, self.label_ids)
+        return picked.float()
+
+
+def soft_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Summed soft cross-entropy over the supervised entries (``mask``) of ``[B, S, C]`` logits.
+
+    One output: binary cross-entropy with logits against float targets ``[B, S, 1]``. Several: the
+    cross-entropy against the target distributions (one-hot for hard labels), kept as floats.
+
+    >>> logits = torch.tensor([[[2.0, 0.0], [0.0, 0.0]]]); t = torch.tensor([[[1.0, 0.0], [0.5, 0.5]]])
+    >>> round(soft_cross_entropy(logits, t, torch.tensor([[True, False]])).item(), 4)
+    0.1269
+    """
+    if logits.shape[-1] == 1:
+        per = F.binary_cross_entropy_with_logits(logits[..., 0], targets[..., 0], reduction="none")
+    else:
+        per = -(targets * F.log_softmax(logits, dim=-1)).sum(-1)
+    return torch.where(mask, per, torch.zeros_like(per)).sum()
+
+
+def probabilities(logits: torch.Tensor) -> torch.Tensor:
+    """Output probabilities: softmax over classes, or sigmoid for one output."""
+    return torch.sigmoid(logits) if logits.shape[-1] == 1 else torch.softmax(logits, dim=-1)
+
+
+def init_new_tokens(model: nn.Module, tokenizer, new_tokens: list[str], init_from: dict[str, str]) -> None:
+    """Resize ``model``'s embeddings to the tokenizer and initialise each new token's rows.
+
+    A new token's input (and, when untied, output) embedding is the mean of the embeddings of the
+    tokens of ``init_from[token]`` (e.g. the marker starts as the separator it follows), falling back to
+    the mean of all old rows: a sensible start, never a random vector far from the rest.
+    """
+    if not new_tokens and len(tokenizer) <= model.get_input_embeddings().weight.shape[0]:
+        return
+    old = model.get_input_embeddings().weight.shape[0]
+    model.resize_token_embeddings(len(tokenizer), mean_resizing=False)
+    matrices = [model.get_input_embeddings().weight]
+    out = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    if out is not None and out.weight.data_ptr() != matrices[0].data_ptr():
+        matrices.append(out.weight)
+    with torch.no_grad():
+        for token in new_tokens:
+            new_id = tokenizer.convert_tokens_to_ids(token)
+            source = [i for i in tokenizer.encode(init_from.get(token, ""), add_special_tokens=False) if i < old]
+            for w in matrices:
+                w[new_id] = w[source].mean(0) if source else w[:old].mean(0)

@@ -1,0 +1,139 @@
+"""Building a reward model from a base, and saving / loading the output folder.
+
+An output folder is a plain transformers model folder plus one file::
+
+    DIR/config.json, model.safetensors      the backbone (save_pretrained): AutoModelForCausalLM for the
+                                            lm head, AutoModelForTokenClassification otherwise
+    DIR/tokenizer.json, tokenizer_config.json   the tokenizer, with the marker and label tokens
+    DIR/prmkit_config.json                  how to read it: ModelCard below
+
+so ``AutoModelForCausalLM.from_pretrained(DIR)`` (or ``...ForTokenClassification``) works without
+prmkit; ``docs/training.md`` shows how to read step scores that way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from prmkit.model.formatter import FormatConfig, prepare_tokenizer, token_id
+from prmkit.model.spec import HeadSpec
+from prmkit.model.tiny import build_preset, is_preset
+
+CARD_NAME = "prmkit_config.json"
+
+
+@dataclass
+class ModelCard:
+    """Everything needed to score with a saved model (``prmkit_config.json``).
+
+    ``kind``: prm or orm. ``head``: :class:`HeadSpec` as a dict. ``format``: :class:`FormatConfig` as a
+    dict. ``neutral``: the policy used in training; ``score_neutral``: how a 3-class model's neutral
+    probability counts when scoring (positive or negative). ``aggregations``: the solution scores
+    written by default; ``default_aggregation``: the one a single-number consumer should use.
+    """
+
+    kind: str
+    head: dict
+    format: dict
+    neutral: str = "positive"
+    score_neutral: str = "positive"
+    supervise: str = "first_error"
+    label_source: str = "rating"
+    aggregations: list[str] = field(default_factory=lambda: ["product", "min", "last", "mean"])
+    default_aggregation: str = "min"
+    base_model: str = ""
+    auto_class: str = ""
+    prmkit_version: str = ""
+
+    @property
+    def head_spec(self) -> HeadSpec:
+        return HeadSpec(**self.head)
+
+    @property
+    def format_config(self) -> FormatConfig:
+        return FormatConfig.from_dict(self.format)
+
+    def save(self, folder: str | os.PathLike) -> None:
+        Path(folder, CARD_NAME).write_text(json.dumps(asdict(self), indent=2) + "\n")
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike) -> ModelCard:
+        path = Path(folder, CARD_NAME)
+        if not path.is_file():
+            raise ValueError(f"{folder} is not a prmkit model folder (no {CARD_NAME})")
+        return cls(**json.loads(path.read_text()))
+
+
+def load_base(base_model: str, head: HeadSpec, texts_for_tokenizer=None, vocab_size: int = 512, seed: int = 0):
+    """(backbone, tokenizer) for ``base_model``: a preset built locally, or a name / folder loaded with
+    ``from_pretrained`` as the head's auto class. Presets train their tokenizer on ``texts_for_tokenizer``."""
+    import torch
+    import transformers
+
+    extra = {"num_labels": head.n_outputs} if head.kind != "lm" else {}
+    if is_preset(base_model):
+        if texts_for_tokenizer is None:
+            raise ValueError(f"preset {base_model!r} needs texts to train its tokenizer on")
+        return build_preset(base_model, texts_for_tokenizer, head.auto_class, vocab_size, seed, **extra)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(base_model)
+    torch.manual_seed(seed)  # a new classification layer is initialised from this seed
+    model = getattr(transformers, head.auto_class).from_pretrained(base_model, **extra)
+    if getattr(model.config, "pad_token_id", None) is None:
+        model.config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+    return model, tokenizer
+
+
+def attach_tokens(backbone, tokenizer, head: HeadSpec, fmt: FormatConfig) -> HeadSpec:
+    """Add the marker and label tokens (when missing), resize and initialise embeddings; return the head
+    with ``label_token_ids`` filled in."""
+    labels = head.used_label_tokens
+    added = prepare_tokenizer(tokenizer, fmt, tuple(labels))
+    init_from = {t: t for t in labels}
+    if fmt.marker:
+        init_from[fmt.marker] = fmt.separator or fmt.problem_suffix
+    from prmkit.model.heads import init_new_tokens
+
+    init_new_tokens(backbone, tokenizer, added, init_from)
+    if getattr(backbone.config, "pad_token_id", None) is None:
+        backbone.config.pad_token_id = tokenizer.pad_token_id
+    ids = [token_id(tokenizer, t) for t in labels]
+    return HeadSpec(head.kind, head.n_outputs, list(head.label_tokens), ids)
+
+
+def save_model(folder: str | os.PathLike, backbone, tokenizer, card: ModelCard, state_dict=None,
+               save_function=None) -> None:
+    """Write the folder (backbone with ``save_pretrained``, tokenizer, ``prmkit_config.json``).
+
+    ``state_dict``: the backbone's full weights when they live elsewhere (gathered from FSDP / ZeRO-3).
+    """
+    from prmkit import __version__
+
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    kwargs = {"save_function": save_function} if save_function is not None else {}
+    if state_dict is not None:
+        kwargs["state_dict"] = state_dict
+    backbone.save_pretrained(folder, **kwargs)
+    tokenizer.save_pretrained(folder)
+    card.prmkit_version = __version__
+    card.auto_class = card.head_spec.auto_class
+    card.save(folder)
+
+
+def load_model(folder: str | os.PathLike, device=None, dtype=None):
+    """(RewardModel in eval mode, tokenizer, card) from a saved folder."""
+    import transformers
+
+    from prmkit.model.heads import RewardModel
+
+    card = ModelCard.load(folder)
+    head = card.head_spec
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    kwargs = {"dtype": dtype} if dtype is not None else {}
+    backbone = getattr(transformers, head.auto_class).from_pretrained(folder, **kwargs)
+    model = RewardModel(backbone, head).eval()
+    if device is not None:
+        model.to(device)
+    return model, tokenizer, card

@@ -1,0 +1,238 @@
+"""Scoring solutions with a trained PRM or ORM: one forward pass per solution, batches grouped by length.
+
+:class:`Scorer` is the interface: ``Scorer(model_dir).probabilities(problems, step_lists)`` returns, per
+solution, an array ``[kept_steps, outputs]`` of class probabilities (output order of
+:mod:`prmkit.model.labels`). It formats with the model's saved :class:`~prmkit.model.formatter.FormatConfig`,
+so scoring sees exactly what training saw. :func:`score_file` streams a JSONL file through it:
+
+- PRM: every step gets ``p_pos``, ``p_neg`` (``p_neu`` for 3 classes) and ``p_correct`` in ``Step.scores``
+  (prefixed ``NAME_`` when ``name`` is not ``prm``); the solution gets ``NAME_product``, ``NAME_min``,
+  ``NAME_last``, ``NAME_mean`` (the aggregations asked for, by name, from :mod:`prmkit.evaluate.aggregate`).
+- ORM: the solution gets ``NAME`` (default ``orm``) = P(correct) read at its final token.
+- Steps dropped by truncation get no scores; the solution records ``NAME_steps_lost``.
+
+Memory stays flat (``chunk`` records at a time), output is written in input order, a rerun skips
+records already scored (by ``id``, else by position), and under ``accelerate launch`` each process
+scores a shard and the main process merges them in order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+
+from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
+from prmkit.io import atomic_output, dumps, read_solutions
+from prmkit.model.formatter import TruncationReport, encode
+from prmkit.model.labels import step_scores
+
+
+@dataclass
+class ScoreConfig:
+    """Settings of ``prmkit score`` (the model's own settings come from its ``prmkit_config.json``)."""
+
+    batch_size: int = field(default=32, metadata={"help": "solutions per forward pass"})
+    chunk: int = field(default=1024, metadata={"help": "records read, sorted by length and scored at a time "
+                                                        "(bounds memory)"})
+    aggregations: list = field(default_factory=lambda: list(AGGREGATIONS), metadata={
+        "help": "solution scores to write, by name (product, min, last, mean)"})
+    name: str = field(default="", metadata={"help": "score name prefix; default: the model kind (prm or orm)"})
+    neutral: str = field(default="", metadata={
+        "help": "3-class models: count neutral as positive or negative in p_correct; default: the model's setting"})
+    sort_by_length: bool = field(default=True, metadata={"help": "group batches by length (less padding)"})
+    resume: bool = field(default=True, metadata={"help": "skip records already in the output or its partial file"})
+    progress: bool = field(default=True, metadata={"help": "show a progress bar"})
+    cpu_threads: int = field(default=1, metadata={"help": "torch threads per process on CPU (0: torch's choice)"})
+
+    def __post_init__(self):
+        bad = [a for a in self.aggregations if a not in AGGREGATIONS]
+        if bad:
+            raise ValueError(f"unknown aggregations {bad} (expected some of {', '.join(AGGREGATIONS)})")
+        if self.neutral not in ("", "positive", "negative"):
+            raise ValueError(f"neutral must be positive or negative, not {self.neutral!r}")
+        if self.batch_size < 1 or self.chunk < 1:
+            raise ValueError("batch_size and chunk must be at least 1")
+
+
+class Scorer:
+    """A loaded reward model. ``probabilities(problems, step_lists) -> [array [kept_steps, outputs]]``."""
+
+    def __init__(self, model_dir: str | os.PathLike, device=None, neutral: str = "", dtype=None):
+        import torch
+
+        from prmkit.model.hub import load_model
+
+        if device is None:
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+        if dtype is None and str(device).startswith("cuda"):
+            dtype = torch.bfloat16
+        self.model, self.tokenizer, self.card = load_model(model_dir, device, dtype)
+        self.device = device
+        self.fmt = self.card.format_config
+        self.head = self.card.head_spec
+        if neutral and self.head.n_outputs != 3:
+            raise ValueError(f"this model has no neutral class (its neutral policy {self.card.neutral!r} was "
+                             "fixed in training); --neutral applies to 3-class models only")
+        self.neutral = neutral or self.card.score_neutral
+        self.truncation = TruncationReport()
+
+    def encode(self, problem: str, steps: list[str]):
+        enc = encode(self.tokenizer, problem, steps, self.fmt)
+        self.truncation.add(enc)
+        return enc
+
+    def probabilities(self, problems: list[str], step_lists: list[list[str]], batch_size: int = 32,
+                      sort_by_length: bool = True) -> list[np.ndarray]:
+        """Per solution, the class probabilities of each kept step, in one forward pass per solution."""
+        encs = [self.encode(p, s) for p, s in zip(problems, step_lists)]
+        order = sorted(range(len(encs)), key=lambda i: len(encs[i])) if sort_by_length else list(range(len(encs)))
+        out: list[np.ndarray] = [None] * len(encs)  # type: ignore[list-item]
+        for s in range(0, len(order), batch_size):
+            idx = order[s:s + batch_size]
+            for i, probs in zip(idx, self._forward([encs[i] for i in idx])):
+                out[i] = probs
+        return out
+
+    def _forward(self, encs) -> list[np.ndarray]:
+        import torch
+
+        from prmkit.model.heads import probabilities
+        from prmkit.train.data import Example, collate
+
+        examples = [Example(e.input_ids, e.step_ends or [0], [None] * max(1, len(e.step_ends))) for e in encs]
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+        batch = collate(examples, pad, self.head.n_outputs)
+        with torch.no_grad():
+            logits = self.model(batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
+                                batch["positions"].to(self.device))
+        probs = probabilities(logits).float().cpu().numpy()
+        return [probs[i, : len(e.step_ends)] for i, e in enumerate(encs)]
+
+    def per_prefix_probabilities(self, problem: str, steps: list[str]) -> np.ndarray:
+        """The slow reference: one forward pass per step prefix, reading the prefix's last step end."""
+        rows = []
+        for k in range(1, len(steps) + 1):
+            enc = encode(self.tokenizer, problem, steps[:k], self.fmt)
+            if len(enc.step_ends) < k:
+                break
+            rows.append(self._forward([enc])[0][-1])
+        return np.asarray(rows).reshape(len(rows), -1)
+
+    def annotate(self, solution, probs: np.ndarray, aggregations, name: str = "") -> None:
+        """Write step and solution scores of one solution in place (see the module docstring for names)."""
+        name = name or self.card.kind
+        taken = [s for s in solution.steps if s.taken is not None]
+        lost = len(taken) - len(probs)
+        if self.card.kind == "orm":
+            if lost == 0 and len(probs):
+                solution.scores[name] = step_scores(list(probs[-1]), self.neutral)["p_correct"]
+        else:
+            prefix = "" if name == "prm" else f"{name}_"
+            for step, row in zip(taken, probs):
+                step.scores.update(step_scores(list(row), self.neutral, prefix))
+            p = [step_scores(list(row), self.neutral)["p_correct"] for row in probs]
+            for how in aggregations:
+                if p:
+                    solution.scores[f"{name}_{how}"] = aggregate(p, how)
+        if lost:
+            solution.scores[f"{name}_steps_lost"] = lost
+
+
+# --- files: streamed, resumable, sharded -------------------------------------------------------------
+
+def _key(solution, position: int) -> str:
+    return solution.id if solution.id is not None else f"#{position}"
+
+
+def _done_keys(path: Path) -> set[str]:
+    """Keys of the complete records of a (possibly half-written) output; a torn last line is cut off."""
+    keys: set[str] = set()
+    if not path.exists():
+        return keys
+    good = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break
+            record = json.loads(raw)
+            keys.add(record["id"] if record.get("id") is not None else record["meta"]["prmkit_score_position"])
+            good += len(raw)
+    os.truncate(path, good)
+    return keys
+
+
+def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | os.PathLike,
+               cfg: ScoreConfig | None = None, scorer: Scorer | None = None) -> dict:
+    """Score every record of ``inp`` into ``out`` (see the module docstring); return a summary."""
+    import torch
+    from accelerate import PartialState
+    from tqdm.auto import tqdm
+
+    cfg = cfg or ScoreConfig()
+    state = PartialState(cpu=not torch.cuda.is_available())
+    if cfg.cpu_threads and state.device.type == "cpu":
+        torch.set_num_threads(cfg.cpu_threads)
+    scorer = scorer or Scorer(model_dir, device=state.device, neutral=cfg.neutral)
+    out = Path(out)
+    world, rank = state.num_processes, state.process_index
+    shard = out.with_name(f".{out.name}.part{rank}of{world}")
+    previous = _done_keys(out) if cfg.resume and out.exists() else set()
+    done = previous | (_done_keys(shard) if cfg.resume else set())
+    if not cfg.resume and shard.exists():
+        shard.unlink()
+    todo = ((i, s) for i, s in enumerate(read_solutions(inp))
+            if i % world == rank and _key(s, i) not in done)
+    bar = tqdm(desc=f"score[{rank}]", unit="sol", disable=not cfg.progress or not state.is_local_main_process)
+    scored = 0
+    with open(shard, "a", encoding="utf-8") as f:
+        while batch := list(islice(todo, cfg.chunk)):
+            _score_chunk(scorer, batch, cfg, f)
+            scored += len(batch)
+            bar.update(len(batch))
+    bar.close()
+    state.wait_for_everyone()
+    if state.is_main_process:
+        _merge(inp, out, previous, world)
+    state.wait_for_everyone()
+    return {"scored": scored, "skipped_already_scored": len(done), "processes": world,
+            "truncation": scorer.truncation.to_dict()}
+
+
+def _score_chunk(scorer: Scorer, batch: list, cfg: ScoreConfig, f) -> None:
+    sols = [s for _, s in batch]
+    probs = scorer.probabilities([s.problem.problem for s in sols], [s.texts for s in sols], cfg.batch_size,
+                                 cfg.sort_by_length)
+    for (i, sol), p in zip(batch, probs):
+        scorer.annotate(sol, p, cfg.aggregations, cfg.name)
+        if sol.id is None:
+            sol.meta["prmkit_score_position"] = f"#{i}"
+        f.write(dumps(sol) + "\n")
+    f.flush()
+
+
+def _merge(inp, out: Path, previous: set[str], world: int) -> None:
+    """Output = the records of a previous complete output, then the shards' records in input order."""
+    shards = [out.with_name(f".{out.name}.part{r}of{world}") for r in range(world)]
+    handles = [open(s, encoding="utf-8") for s in shards]  # noqa: SIM115  (closed in finally)
+    try:
+        with atomic_output(out, [inp]) as w:
+            if out.exists():
+                with open(out, encoding="utf-8") as old:
+                    for line in old:
+                        w.write(line)
+            for i, sol in enumerate(read_solutions(inp)):
+                if _key(sol, i) in previous:
+                    continue
+                line = handles[i % world].readline()
+                if line:
+                    w.write(line)
+    finally:
+        for h in handles:
+            h.close()
+    for s in shards:
+        s.unlink()

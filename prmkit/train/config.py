@@ -1,0 +1,192 @@
+"""Training configuration: one inert dataclass, every field with help, defaults that finish in seconds on CPU.
+
+Precedence, through one parser: dataclass defaults < recipe file (YAML or TOML, same keys as the
+fields) < command-line flags. :func:`add_config_arguments` derives the flags from the fields (help
+included), :func:`resolve` merges the three sources. Validation only, no I/O: a config never reads a
+file, touches the network or exits.
+
+>>> cfg = resolve(TrainConfig, {"max_steps": 5}, {"lr": 0.01, "data": "d.jsonl", "out": "o"})
+>>> cfg.max_steps, cfg.lr, cfg.batch_size
+(5, 0.01, 16)
+>>> TrainConfig(data="d", out="o", head="classify", classes=3, neutral="positive")
+Traceback (most recent call last):
+...
+ValueError: neutral policy 'class' needs exactly 3 outputs, and 3 outputs need neutral policy 'class' (got 3 outputs, neutral='positive')
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prmkit.evaluate.aggregate import AGGREGATIONS
+from prmkit.model.labels import LABEL_SOURCES, NEUTRAL_POLICIES, SUPERVISION, check_policy
+from prmkit.model.spec import HEADS
+
+
+def _f(default, help: str, **kw):
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata={"help": help, **kw})
+    return field(default=default, metadata={"help": help, **kw})
+
+
+@dataclass
+class TrainConfig:
+    """Everything one training run needs. ``prmkit train prm|orm --help`` lists the same fields as flags."""
+
+    kind: str = _f("prm", "prm (a target per step) or orm (one target at the final token)", choices=("prm", "orm"))
+    data: str = _f("", "training data: prmkit JSONL (.gz ok)")
+    out: str = _f("", "output folder: the model, checkpoints/, metrics.jsonl")
+    base_model: str = _f("tiny-llama", "a preset built locally (tiny-llama, tiny-qwen2) or a transformers "
+                         "model name or folder")
+    eval_data: str | None = _f(None, "held-out data for evaluation during training; default: a seeded "
+                               "--eval-fraction of the problems of --data")
+    eval_fraction: float = _f(0.1, "share of --data's problems held out for evaluation when --eval-data is not given "
+                              "(0: no evaluation)")
+    # head and labels
+    head: str = _f("lm", "lm: the LM head read over label tokens (the paper's); classify: a new 2/3-class "
+                   "layer; regress: one output, soft labels in [0, 1]", choices=HEADS)
+    classes: int = _f(2, "outputs of the lm/classify head: 2 (positive, negative) or 3 (with neutral); "
+                      "the regress head always has 1")
+    label_tokens: list = _f(["+", "-", "="], "positive, negative, neutral label tokens of the lm head "  # noqa: RUF009
+                            "(added to the tokenizer when not single tokens)")
+    neutral: str = _f("positive", "training: rating 0 counts as positive, negative, or its own class "
+                      "(needs --classes 3)", choices=NEUTRAL_POLICIES)
+    score_neutral: str = _f("positive", "scoring a 3-class model: P(correct) counts neutral as positive or "
+                            "negative", choices=("positive", "negative"))
+    supervise: str = _f("first_error", "first_error: steps up to and including the first wrong one (the "
+                        "paper's); all: every labelled step", choices=SUPERVISION)
+    label_source: str = _f("rating", "rating: hard labels -1/0/+1; value: soft Monte-Carlo values in [0,1] "
+                           "(falling back to the rating where a step has none)", choices=LABEL_SOURCES)
+    outcome_source: str = _f("auto", "orm target: auto (the file's outcome, else its grade), grade, or outcome",
+                             choices=("auto", "grade", "outcome"))
+    # formatting (saved with the model; scoring uses the same)
+    separator: str = _f("\n", "text after every step")
+    marker: str = _f("<step>", "token ending every step (added when new; '' for none: the step's last token)")
+    problem_suffix: str = _f("\n", "text between the problem and the first step")
+    chat_template: bool = _f(False, "format the problem as a user turn with the tokenizer's chat template")
+    max_length: int = _f(512, "most tokens per solution; steps beyond are dropped and reported")
+    vocab_size: int = _f(512, "tokenizer size for a preset base (trained on the training texts)")
+    # optimisation
+    max_steps: int = _f(200, "optimiser steps")
+    batch_size: int = _f(16, "examples per micro-batch on each process")
+    grad_accum: int = _f(1, "micro-batches accumulated per optimiser step (per process)")
+    lr: float = _f(3e-3, "peak learning rate (the default suits the tiny presets; use ~1e-5 for real models, "
+                   "~1e-4 with LoRA)")
+    weight_decay: float = _f(0.0, "AdamW weight decay")
+    warmup_steps: int = _f(10, "linear warm-up steps")
+    scheduler: str = _f("linear", "learning-rate schedule after warm-up", choices=("linear", "cosine", "constant"))
+    max_grad_norm: float = _f(1.0, "gradient clipping norm (0: off)")
+    group_by_length: bool = _f(True, "batch examples of similar length together (less padding)")
+    seed: int = _f(0, "seed of the model init, data split and batch order")
+    mixed_precision: str = _f("auto", "auto: bf16 on CUDA, none on CPU; or no, bf16, fp16",
+                              choices=("auto", "no", "bf16", "fp16"))
+    cpu_threads: int = _f(1, "torch threads per process on CPU (1 avoids contention on shared cores; 0: torch's choice)")
+    # LoRA
+    lora: bool = _f(False, "train LoRA adapters (peft) instead of all weights; merged into the saved model")
+    lora_r: int = _f(8, "LoRA rank")
+    lora_alpha: int = _f(16, "LoRA alpha")
+    lora_dropout: float = _f(0.0, "LoRA dropout")
+    lora_targets: str = _f("all-linear", "modules LoRA adapts (peft's target_modules; comma list or all-linear)")
+    # evaluation, logging, checkpoints
+    eval_every: int = _f(50, "evaluate every N optimiser steps and at the end (0: only at the end)")
+    eval_batch_size: int = _f(32, "examples per evaluation batch")
+    log_every: int = _f(10, "write training loss every N steps to metrics.jsonl")
+    save_every: int = _f(100, "checkpoint every N steps (0: only the final model)")
+    keep_checkpoints: int = _f(2, "checkpoints kept (oldest removed)")
+    resume: bool = _f(True, "resume from the latest checkpoint in --out when there is one")
+    stop_after: int | None = _f(None, "stop after this many steps without finishing, as a killed job would "
+                                "(for time-sliced jobs and resume tests)")
+    tensorboard: bool = _f(True, "also log to TensorBoard when it is installed")
+    progress: bool = _f(True, "show a progress bar")
+    aggregations: list = _f(list(AGGREGATIONS), "solution scores the saved model writes by default")  # noqa: RUF009
+    default_aggregation: str = _f("min", "the solution score a single-number consumer should use",
+                                  choices=AGGREGATIONS)
+
+    def __post_init__(self):
+        if self.head == "regress":
+            self.classes = 1
+        check_policy(self.classes, self.neutral, self.label_source)
+        if self.kind not in ("prm", "orm"):
+            raise ValueError(f"kind must be prm or orm, not {self.kind!r}")
+        for name in ("max_steps", "batch_size", "grad_accum", "eval_batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1")
+        if not 0 <= self.eval_fraction < 1:
+            raise ValueError(f"eval_fraction {self.eval_fraction} must be in [0, 1)")
+        bad = [a for a in self.aggregations if a not in AGGREGATIONS]
+        if bad:
+            raise ValueError(f"unknown aggregations {bad} (expected some of {', '.join(AGGREGATIONS)})")
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# --- one parser for defaults < recipe < flags --------------------------------------------------------
+
+def _base_type(tp):
+    if isinstance(tp, str):
+        tp = eval(tp, vars(typing) | {"list": list, "int": int, "float": float, "str": str, "bool": bool})
+    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
+        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+    return typing.get_origin(tp) or tp
+
+
+def _parse_bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+
+
+def _parse_list(text: str) -> list:
+    return [x for x in text.split(",")] if text else []
+
+
+def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
+    """One ``--flag`` per field of ``cls`` (``max_steps`` -> ``--max-steps``), default suppressed so that
+    only flags given on the command line override the recipe."""
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        tp = _base_type(f.type)
+        conv = {bool: _parse_bool, list: _parse_list}.get(tp, tp)
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        shown = ",".join(default) if isinstance(default, list) else repr(default)
+        kw = {"choices": f.metadata["choices"]} if "choices" in f.metadata else {}
+        meta = {bool: "true|false", list: "A,B"}.get(tp, f.name.upper())
+        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=conv, default=argparse.SUPPRESS,
+                            metavar=meta, help=f"{f.metadata['help']} (default: {shown})", **kw)
+
+
+def read_recipe(path: str | Path) -> dict:
+    """A recipe file's keys (YAML ``.yaml``/``.yml``, TOML ``.toml``, or JSON)."""
+    path = Path(path)
+    text = path.read_text()
+    if path.suffix == ".toml":
+        import tomllib
+        data = tomllib.loads(text)
+    elif path.suffix in (".yaml", ".yml"):
+        import yaml
+        data = yaml.safe_load(text) or {}
+    else:
+        data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: a recipe is a mapping of field names to values")  # noqa: TRY004
+    return data
+
+
+def resolve(cls, recipe: dict | None = None, flags: dict | None = None):
+    """``cls(**defaults | recipe | flags)``, rejecting keys that are not fields (usually typos)."""
+    known = {f.name for f in dataclasses.fields(cls)}
+    merged = {**(recipe or {}), **(flags or {})}
+    unknown = sorted(set(merged) - known)
+    if unknown:
+        raise ValueError(f"unknown setting(s) {', '.join(unknown)} for {cls.__name__}")
+    return cls(**merged)

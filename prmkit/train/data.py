@@ -1,0 +1,171 @@
+"""Training examples and batches: records -> formatted examples with targets -> length-grouped batches.
+
+Batches are planned per optimiser step, independent of how many processes share them: a step's
+``group`` of ``batch_size * grad_accum * world`` examples is cut into micro-batches and process ``r``
+takes micro-batches ``r, r + world, ...``. The loss is a sum over supervised targets divided by the
+count over the whole group, which every process knows without communicating. So one process with
+``grad_accum=2`` and two processes with ``grad_accum=1`` compute the same gradient.
+
+>>> groups = plan_epoch([5, 1, 4, 2, 3, 6, 7, 8], group_size=4, seed=0, epoch=0, by_length=True)
+>>> [len(g) for g in groups], sorted(i for g in groups for i in g)
+([4, 4], [0, 1, 2, 3, 4, 5, 6, 7])
+>>> micro_batches([0, 1, 2, 3], [5, 1, 4, 2], n_micro=2)
+[[1, 3], [2, 0]]
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+
+from prmkit.model.formatter import FormatConfig, TruncationReport, encode
+from prmkit.model.labels import outcome_target, soft_target, step_targets
+
+
+@dataclass
+class Example:
+    """One formatted solution: tokens, the positions read, and one target distribution per position
+    (None where a position is not supervised). ``label`` is the source solution's index in its file."""
+
+    input_ids: list[int]
+    positions: list[int]
+    targets: list[list[float] | None]
+    index: int = -1
+
+    @property
+    def n_supervised(self) -> int:
+        return sum(t is not None for t in self.targets)
+
+
+@dataclass
+class DataReport:
+    """What building the examples kept and dropped, and why."""
+
+    solutions: int = 0
+    examples: int = 0
+    no_targets: int = 0
+    supervised: int = 0
+    targets: Counter = field(default_factory=Counter)
+    truncation: TruncationReport = field(default_factory=TruncationReport)
+
+    def summary(self) -> str:
+        return (f"{self.examples} examples from {self.solutions} solutions ({self.no_targets} without a target "
+                f"after truncation/supervision); {self.supervised} supervised targets; {self.truncation.summary()}")
+
+    def to_dict(self) -> dict:
+        return {"solutions": self.solutions, "examples": self.examples, "no_targets": self.no_targets,
+                "supervised": self.supervised, "targets": dict(self.targets), "truncation": self.truncation.to_dict()}
+
+
+def solution_targets(sol, kind: str, n_outputs: int, neutral: str, supervise: str, label_source: str,
+                     outcome_source: str) -> list | None:
+    """PRM: one target (or None) per step. ORM: None on every step but the last, which carries the
+    outcome; None when the solution has no outcome."""
+    if kind == "prm":
+        return step_targets(sol.ratings, sol.values, n_outputs=n_outputs, neutral=neutral, supervise=supervise,
+                            source=label_source)
+    outcome = outcome_target(sol, outcome_source)
+    if outcome is None or not sol.texts:
+        return None
+    if n_outputs == 3:
+        raise ValueError("an ORM has no neutral class: use 1 or 2 outputs")
+    return [None] * (len(sol.texts) - 1) + [soft_target(outcome, n_outputs)]
+
+
+def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm", n_outputs: int = 2,
+                   neutral: str = "positive", supervise: str = "first_error", label_source: str = "rating",
+                   outcome_source: str = "auto") -> tuple[list[Example], DataReport]:
+    """Format every solution with its targets. Solutions left with no supervised target are counted, not used.
+
+    For an ORM whose last step is truncated away, the target is lost (counted in ``no_targets``).
+    """
+    report = DataReport()
+    out = []
+    for i, sol in enumerate(solutions):
+        report.solutions += 1
+        targets = solution_targets(sol, kind, n_outputs, neutral, supervise, label_source, outcome_source)
+        enc = encode(tokenizer, sol.problem.problem, sol.texts, fmt, targets or [None] * len(sol.texts))
+        report.truncation.add(enc)
+        ex = Example(enc.input_ids, enc.step_ends, enc.targets, i)
+        if ex.n_supervised == 0:
+            report.no_targets += 1
+            continue
+        report.examples += 1
+        report.supervised += ex.n_supervised
+        report.targets.update(_target_name(t) for t in ex.targets if t is not None)
+        out.append(ex)
+    return out, report
+
+
+def _target_name(t: list[float]) -> str:
+    if len(t) == 3 and t[2] == 1.0:
+        return "neutral"
+    return "positive" if t[0] == 1.0 else "negative" if t[0] == 0.0 else "soft"
+
+
+def split_by_problem(solutions: list, fraction: float, seed: int) -> tuple[list, list]:
+    """(train, held out): a seeded ``fraction`` of the problems (by id, else text) and all their solutions.
+
+    >>> from prmkit.schema import Solution
+    >>> sols = [Solution.from_steps(f"p{i % 10}", ["x"]) for i in range(40)]
+    >>> tr, ev = split_by_problem(sols, 0.2, seed=0)
+    >>> len(tr), len(ev), {s.problem.problem for s in tr} & {s.problem.problem for s in ev}
+    (32, 8, set())
+    """
+    if fraction <= 0:
+        return list(solutions), []
+    keys = sorted({s.problem.id or s.problem.problem for s in solutions})
+    random.Random(seed).shuffle(keys)
+    held = set(keys[: max(1, round(fraction * len(keys)))])
+    train = [s for s in solutions if (s.problem.id or s.problem.problem) not in held]
+    return train, [s for s in solutions if (s.problem.id or s.problem.problem) in held]
+
+
+def plan_epoch(lengths: list[int], group_size: int, seed: int, epoch: int, by_length: bool,
+               window: int = 50) -> list[list[int]]:
+    """The optimiser-step groups of one epoch (the last incomplete group is dropped).
+
+    Shuffled with ``(seed, epoch)``; with ``by_length``, windows of ``window`` groups are sorted by
+    length before cutting, so a group holds examples of similar length, and the groups are shuffled again.
+    """
+    order = list(range(len(lengths)))
+    rng = random.Random(seed * 100_003 + epoch)
+    rng.shuffle(order)
+    if by_length:
+        span = group_size * window
+        order = [i for s in range(0, len(order), span) for i in sorted(order[s:s + span], key=lambda j: lengths[j])]
+    groups = [order[s:s + group_size] for s in range(0, len(order) - group_size + 1, group_size)]
+    if by_length:
+        rng.shuffle(groups)
+    return groups
+
+
+def micro_batches(group: list[int], lengths: list[int], n_micro: int) -> list[list[int]]:
+    """Cut a group, sorted by length, into ``n_micro`` equal micro-batches."""
+    ordered = sorted(group, key=lambda i: (lengths[i], i))
+    size = len(ordered) // n_micro
+    return [ordered[m * size:(m + 1) * size] for m in range(n_micro)]
+
+
+def collate(examples: list[Example], pad_id: int, n_outputs: int):
+    """Tensors of a micro-batch: input_ids, attention_mask, positions (-1 padded), targets, mask."""
+    import torch
+
+    b = len(examples)
+    t = max(len(e.input_ids) for e in examples)
+    s = max(len(e.positions) for e in examples)
+    ids = torch.full((b, t), pad_id, dtype=torch.long)
+    attn = torch.zeros((b, t), dtype=torch.long)
+    pos = torch.full((b, s), -1, dtype=torch.long)
+    tgt = torch.zeros((b, s, n_outputs), dtype=torch.float32)
+    mask = torch.zeros((b, s), dtype=torch.bool)
+    for i, e in enumerate(examples):
+        ids[i, : len(e.input_ids)] = torch.tensor(e.input_ids)
+        attn[i, : len(e.input_ids)] = 1
+        pos[i, : len(e.positions)] = torch.tensor(e.positions)
+        for j, target in enumerate(e.targets):
+            if target is not None:
+                tgt[i, j] = torch.tensor(target)
+                mask[i, j] = True
+    return {"input_ids": ids, "attention_mask": attn, "positions": pos, "targets": tgt, "mask": mask}

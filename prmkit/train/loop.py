@@ -1,0 +1,296 @@
+"""The training loop: one code path for CPU, one GPU and many GPUs (accelerate: DDP, FSDP, DeepSpeed).
+
+:func:`train` reads the data, builds the model (a preset or any transformers model, optionally with
+LoRA), and runs ``max_steps`` optimiser steps. accelerate picks the device and the distributed backend
+from the environment ``accelerate launch`` (or ``torchrun``) sets up; bf16 autocast is on by default on
+CUDA. Checkpoints (``OUT/checkpoints/step-N``) hold the model, optimiser, scheduler and every
+process's RNG state, so a killed run resumed from its last checkpoint continues exactly as the
+uninterrupted run would have. The final model is saved as a plain transformers folder
+(:mod:`prmkit.model.hub`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from prmkit.io import read_solutions
+from prmkit.model.formatter import FormatConfig
+from prmkit.model.heads import HeadSpec, RewardModel, probabilities, soft_cross_entropy
+from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
+from prmkit.model.labels import p_correct
+from prmkit.train.config import TrainConfig
+from prmkit.train.data import build_examples, collate, micro_batches, plan_epoch, split_by_problem
+from prmkit.train.metrics import MetricsLogger, NullLogger, step_metrics
+
+
+@dataclass
+class Run:
+    """Everything the loop works on, built once by :func:`setup`."""
+
+    cfg: TrainConfig
+    accelerator: object
+    model: torch.nn.Module
+    tokenizer: object
+    head: HeadSpec
+    fmt: FormatConfig
+    train: list
+    eval: list
+    optimizer: object = None
+    scheduler: object = None
+
+
+def format_config(cfg: TrainConfig) -> FormatConfig:
+    return FormatConfig(separator=cfg.separator, marker=cfg.marker or None, problem_suffix=cfg.problem_suffix,
+                        chat_template=cfg.chat_template, max_length=cfg.max_length)
+
+
+def make_accelerator(cfg: TrainConfig):
+    from accelerate import Accelerator
+
+    precision = cfg.mixed_precision
+    if precision == "auto":
+        precision = "bf16" if torch.cuda.is_available() else "no"
+    # cpu=True when there is no GPU: that is also what lets accelerate see a torchrun / accelerate-launch
+    # world of several CPU processes (gloo DDP) instead of one process each.
+    return Accelerator(mixed_precision=precision, cpu=not torch.cuda.is_available())
+
+
+def _texts(solutions) -> list[str]:
+    return [t for s in solutions for t in [s.problem.problem, *s.texts]]
+
+
+def build_model(cfg: TrainConfig, texts: list[str]):
+    """(RewardModel, tokenizer, head, format) for the config, tokens attached, LoRA applied when asked."""
+    fmt = format_config(cfg)
+    head = HeadSpec(cfg.head, cfg.classes, list(cfg.label_tokens))
+    backbone, tokenizer = load_base(cfg.base_model, head, texts, cfg.vocab_size, cfg.seed)
+    head = attach_tokens(backbone, tokenizer, head, fmt)
+    if cfg.lora:
+        backbone = _apply_lora(backbone, cfg)
+    return RewardModel(backbone, head), tokenizer, head, fmt
+
+
+def _apply_lora(backbone, cfg: TrainConfig):
+    from peft import LoraConfig, get_peft_model
+
+    targets = cfg.lora_targets if cfg.lora_targets == "all-linear" else cfg.lora_targets.split(",")
+    task = "CAUSAL_LM" if cfg.head == "lm" else "TOKEN_CLS"  # TOKEN_CLS keeps the new score layer trainable
+    return get_peft_model(backbone, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+                                               target_modules=targets, task_type=task))
+
+
+def setup(cfg: TrainConfig, accelerator) -> Run:
+    """Read and split the data, build the model and the examples (reports printed on the main process)."""
+    solutions = list(read_solutions(cfg.data))
+    if cfg.eval_data:
+        train_sols, eval_sols = solutions, list(read_solutions(cfg.eval_data))
+    else:
+        train_sols, eval_sols = split_by_problem(solutions, cfg.eval_fraction, cfg.seed)
+    model, tokenizer, head, fmt = build_model(cfg, _texts(train_sols))
+    kw = {"kind": cfg.kind, "n_outputs": cfg.classes, "neutral": cfg.neutral, "supervise": cfg.supervise,
+              "label_source": cfg.label_source, "outcome_source": cfg.outcome_source}
+    train, report = build_examples(train_sols, tokenizer, fmt, **kw)
+    held, eval_report = build_examples(eval_sols, tokenizer, fmt, **kw)
+    accelerator.print(f"train: {report.summary()}")
+    accelerator.print(f"eval: {eval_report.summary()}")
+    group = cfg.batch_size * cfg.grad_accum * accelerator.num_processes
+    if len(train) < group:
+        raise ValueError(f"{len(train)} training examples, fewer than one optimiser step's {group} "
+                         "(batch_size x grad_accum x processes)")
+    return Run(cfg, accelerator, model, tokenizer, head, fmt, train, held)
+
+
+def _scheduler(cfg: TrainConfig, optimizer):
+    from transformers import get_scheduler
+
+    return get_scheduler(cfg.scheduler, optimizer, num_warmup_steps=cfg.warmup_steps, num_training_steps=cfg.max_steps)
+
+
+def train(cfg: TrainConfig) -> dict:
+    """Train (or resume) a reward model as configured; return the final metrics."""
+    if cfg.cpu_threads and not torch.cuda.is_available():
+        torch.set_num_threads(cfg.cpu_threads)
+    from accelerate.utils import set_seed
+
+    accelerator = make_accelerator(cfg)
+    set_seed(cfg.seed)
+    run = setup(cfg, accelerator)
+    params = [p for p in run.model.parameters() if p.requires_grad]
+    run.optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    run.scheduler = _scheduler(cfg, run.optimizer)
+    run.model, run.optimizer = accelerator.prepare(run.model, run.optimizer)
+    accelerator.register_for_checkpointing(run.scheduler)
+    start = _resume(run)
+    logger = MetricsLogger(cfg.out, cfg.tensorboard, start) if accelerator.is_main_process else NullLogger()
+    try:
+        final = _loop(run, start, logger)
+    finally:
+        logger.close()
+    return final
+
+
+def _loop(run: Run, start: int, logger) -> dict:
+    cfg, acc = run.cfg, run.accelerator
+    from tqdm.auto import tqdm
+
+    lengths = [len(e.input_ids) for e in run.train]
+    group_size = cfg.batch_size * cfg.grad_accum * acc.num_processes
+    per_epoch = len(run.train) // group_size
+    bar = tqdm(total=cfg.max_steps, initial=start, disable=not (cfg.progress and acc.is_main_process), desc="train")
+    metrics: dict = {}
+    step = start
+    for step in range(start + 1, cfg.max_steps + 1):
+        epoch, k = divmod(step - 1, per_epoch)
+        group = plan_epoch(lengths, group_size, cfg.seed, epoch, cfg.group_by_length)[k]
+        loss = _optimizer_step(run, group, lengths)
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss:.4f}")
+        if step % cfg.log_every == 0 or step == cfg.max_steps:
+            logger.log(step, {"loss": loss, "lr": run.scheduler.get_last_lr()[0], "epoch": epoch})
+        if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.max_steps:
+            metrics = evaluate(run)
+            logger.log(step, metrics)
+        if (cfg.save_every and step % cfg.save_every == 0) or step == cfg.stop_after:
+            save_checkpoint(run, step)
+        if cfg.stop_after is not None and step >= cfg.stop_after and step < cfg.max_steps:
+            acc.print(f"stopped after step {step} as asked (--stop-after); resume with the same command")
+            bar.close()
+            return {"stopped_at": step}
+    bar.close()
+    metrics = evaluate(run)
+    logger.log(step, metrics)
+    save_final(run)
+    return metrics
+
+
+def _optimizer_step(run: Run, group: list[int], lengths: list[int]) -> float:
+    """Forward and backward this process's micro-batches of ``group``, then step; return the group's mean loss."""
+    cfg, acc = run.cfg, run.accelerator
+    world, rank = acc.num_processes, acc.process_index
+    micro = micro_batches(group, lengths, world * cfg.grad_accum)[rank::world]
+    norm = sum(run.train[i].n_supervised for i in group)
+    run.model.train()
+    local = torch.zeros((), device=acc.device)
+    for m, batch_ids in enumerate(micro):
+        batch = collate([run.train[i] for i in batch_ids], run.tokenizer.pad_token_id, cfg.classes)
+        batch = {k: v.to(acc.device) for k, v in batch.items()}
+        sync = m == len(micro) - 1
+        with (contextlib.nullcontext() if sync else acc.no_sync(run.model)), acc.autocast():
+            logits = run.model(batch["input_ids"], batch["attention_mask"], batch["positions"])
+            total = soft_cross_entropy(logits, batch["targets"], batch["mask"])
+            # Summed over targets and divided by the whole group's count; DDP averages over processes,
+            # so scale by the world size: every split of the group gives the same gradient.
+            acc.backward(total * world / norm)
+        local += total.detach()
+    if cfg.max_grad_norm:
+        acc.clip_grad_norm_(run.model.parameters(), cfg.max_grad_norm)
+    run.optimizer.step()
+    run.scheduler.step()
+    run.optimizer.zero_grad(set_to_none=True)
+    return float(acc.reduce(local, reduction="sum")) / norm
+
+
+def evaluate(run: Run) -> dict:
+    """Held-out step metrics (examples sharded over processes, every process runs the same batch count)."""
+    from accelerate.utils import gather_object
+
+    cfg, acc = run.cfg, run.accelerator
+    if not run.eval:
+        return {}
+    examples = sorted(run.eval, key=lambda e: len(e.input_ids))
+    world, rank, bs = acc.num_processes, acc.process_index, cfg.eval_batch_size
+    rows: list[tuple[float, int, float]] = []
+    run.model.eval()
+    for b in range(math.ceil(len(examples) / (bs * world))):
+        chunk = examples[(b * world + rank) * bs:(b * world + rank + 1) * bs]
+        batch = collate(chunk or examples[:1], run.tokenizer.pad_token_id, cfg.classes)
+        batch = {k: v.to(acc.device) for k, v in batch.items()}
+        with torch.no_grad(), acc.autocast():
+            logits = run.model(batch["input_ids"], batch["attention_mask"], batch["positions"])
+        batch_loss = soft_cross_entropy(logits, batch["targets"], batch["mask"]).item()
+        probs = probabilities(logits).cpu().numpy()
+        for i, ex in enumerate(chunk):
+            for j, target in enumerate(ex.targets):
+                if target is not None:
+                    rows.append((_p_correct(probs[i, j], cfg.score_neutral),
+                                 int(_p_correct(np.asarray(target), cfg.score_neutral) >= 0.5), 0.0))
+        if chunk:
+            rows.append((float("nan"), -1, batch_loss))
+    rows = gather_object(rows)
+    arr = np.asarray(rows, dtype=float).reshape(-1, 3)
+    steps = arr[arr[:, 1] >= 0]
+    out = step_metrics(steps[:, 0], steps[:, 1].astype(int))
+    out["eval_loss"] = float(arr[:, 2].sum() / max(len(steps), 1))
+    return out
+
+
+def _p_correct(probs: np.ndarray, neutral: str) -> float:
+    full = [float(probs[0]), 1.0 - float(probs[0])] if len(probs) == 1 else [float(p) for p in probs]
+    return p_correct(full, neutral)
+
+
+# --- checkpoints --------------------------------------------------------------------------------------
+
+def checkpoint_dir(out: str | Path, step: int) -> Path:
+    return Path(out) / "checkpoints" / f"step-{step:07d}"
+
+
+def latest_checkpoint(out: str | Path) -> Path | None:
+    """The newest complete checkpoint under ``out`` (a killed save leaves no ``COMPLETE`` file)."""
+    found = sorted(p for p in (Path(out) / "checkpoints").glob("step-*") if (p / "COMPLETE").exists())
+    return found[-1] if found else None
+
+
+def save_checkpoint(run: Run, step: int) -> None:
+    acc = run.accelerator
+    folder = checkpoint_dir(run.cfg.out, step)
+    acc.save_state(str(folder))
+    acc.wait_for_everyone()
+    if acc.is_main_process:
+        (folder / "trainer_state.json").write_text(json.dumps({"step": step, "config": run.cfg.to_dict()}, indent=2))
+        (folder / "COMPLETE").write_text("")
+        done = sorted(p for p in folder.parent.glob("step-*") if (p / "COMPLETE").exists())
+        for old in done[: max(0, len(done) - run.cfg.keep_checkpoints)]:
+            shutil.rmtree(old)
+    acc.wait_for_everyone()
+
+
+def _resume(run: Run) -> int:
+    if not run.cfg.resume:
+        return 0
+    folder = latest_checkpoint(run.cfg.out)
+    if folder is None:
+        return 0
+    run.accelerator.load_state(str(folder))
+    step = json.loads((folder / "trainer_state.json").read_text())["step"]
+    run.accelerator.print(f"resumed from {folder} (step {step})")
+    return step
+
+
+def save_final(run: Run) -> None:
+    """The trained model as a plain transformers folder in ``out`` (LoRA merged), with its model card."""
+    cfg, acc = run.cfg, run.accelerator
+    acc.wait_for_everyone()
+    backbone = acc.unwrap_model(run.model).backbone
+    state = None
+    if cfg.lora:
+        backbone = backbone.merge_and_unload()
+    else:  # gathers the full weights under FSDP / ZeRO-3 (every process takes part)
+        full = acc.get_state_dict(run.model)
+        state = {k[len("backbone."):]: v for k, v in full.items() if k.startswith("backbone.")}
+    if acc.is_main_process:
+        card = ModelCard(kind=cfg.kind, head=run.head.to_dict(), format=run.fmt.to_dict(), neutral=cfg.neutral,
+                         score_neutral=cfg.score_neutral, supervise=cfg.supervise, label_source=cfg.label_source,
+                         aggregations=list(cfg.aggregations), default_aggregation=cfg.default_aggregation,
+                         base_model=cfg.base_model)
+        save_model(cfg.out, backbone, run.tokenizer, card, state_dict=state, save_function=acc.save)
+        (Path(cfg.out) / "train_config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
+    acc.wait_for_everyone()

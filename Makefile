@@ -19,7 +19,7 @@ test: venv
 	bash scripts/test.sh
 
 test-quick: venv
-	$(PY) -m pytest -m "not slow" -x -q tests prmkit
+	$(PY) -m pytest -n 2 -m "not slow" -q tests prmkit
 
 bench: venv
 	$(PY) bench/run_all.py

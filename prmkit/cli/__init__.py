@@ -19,6 +19,7 @@ GROUPS = (
     ("evaluate", "eval"),
     ("report", "report"),
     ("label", "label"),
+    ("select", "select"),
     ("lab", "lab"),
     ("train", "train"),
     ("score", "score"),

@@ -13,6 +13,7 @@ import os
 import sys
 
 from prmkit.cli import HelpFormatter
+from prmkit.label.queue import STRATEGIES
 
 DEFAULT_DB = "sqlite:///prmkit-label.db"  # kept equal to prmkit.label.db.DEFAULT_DB (a test checks)
 
@@ -210,7 +211,7 @@ def _add_push(sub) -> None:
     p.add_argument("--project", required=True, help="project name")
     p.add_argument("--format", default="prmkit", help="format of FILE (any that `prmkit data formats` reads)")
     p.add_argument("--kind", default="real", choices=["real", "qc", "screening"], help="what the items are")
-    p.add_argument("--strategy", default="random", help="selection strategy (registered name: random, in_order)")
+    p.add_argument("--strategy", default="random", help=f"selection strategy, by registered name: {', '.join(sorted(STRATEGIES))}")
     p.add_argument("--count", type=int, default=None, help="how many candidates to choose (default: all)")
     p.add_argument("--seed", type=int, default=0, help="seed of the strategy's random generator")
     p.add_argument("--generation", type=int, default=None, help="generation of QC items (default: the newest)")

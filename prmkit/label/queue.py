@@ -13,7 +13,7 @@ Strategies are registered by name because users write the name on the command li
 >>> [s.problem.problem for s in select("random", pool, 3, Random(0))]
 ['p3', 'p4', 'p0']
 >>> sorted(STRATEGIES)
-['in_order', 'random']
+['convincing_wrong_answer', 'in_order', 'random', 'top_k', 'uncertainty']
 """
 
 from __future__ import annotations
@@ -61,3 +61,5 @@ def select(name: str, candidates: list[Solution], k: int | None, rng: Random) ->
     if k is not None and len(chosen) > k:
         raise ValueError(f"strategy {name!r} returned {len(chosen)} candidates, more than the {k} asked for")
     return chosen
+
+import prmkit.select  # noqa: F401  registers convincing_wrong_answer, uncertainty, top_k

@@ -1,0 +1,56 @@
+"""``prmkit select``: choose which scored solutions to label (convincing wrong answers, uncertainty, top-K, random)."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+
+from prmkit.cli import HelpFormatter
+
+EPILOG = """\
+examples:
+  prmkit select --score prm_min --k 10 --per-problem scored.jsonl to_label.jsonl
+  prmkit select --strategy convincing_wrong_answer --wrong-share 0.8 --k 500 scored.jsonl to_label.jsonl
+  prmkit select --strategy uncertainty --score orm --k 200 scored.jsonl to_label.jsonl
+  prmkit select --strategy random --k 4 --per-problem --seed 7 pool.jsonl to_label.jsonl
+  prmkit label push --project gen-b --strategy in_order to_label.jsonl   (serve them in this order)
+
+IN holds prmkit records with solution scores (`prmkit score`) and, for convincing_wrong_answer,
+grades. A wrong answer is grade incorrect or unparseable; an ungraded candidate is an error. Prints
+a JSON summary: chosen, problems, wrong_share among the chosen, chosen per problem. docs/labelling.md
+("Choosing what to label") describes the strategies.
+"""
+
+
+def register(subparsers) -> None:
+    from prmkit.select import SelectConfig
+
+    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(SelectConfig)}
+    d = SelectConfig()
+    p = subparsers.add_parser("select", help="choose which scored solutions to label", formatter_class=HelpFormatter,
+                              epilog=EPILOG,
+                              description="Choose solutions of IN with a selection strategy and write them to OUT, "
+                                          "in serving order.")
+    p.add_argument("input", metavar="IN.jsonl", help="scored prmkit records (JSONL, .gz ok)")
+    p.add_argument("output", metavar="OUT.jsonl", help="the chosen records (JSONL, .gz ok), written atomically")
+    p.add_argument("--strategy", default=d.strategy, choices=dataclasses.fields(SelectConfig)[0].metadata["choices"],
+                   help=helps["strategy"])
+    p.add_argument("--score", metavar="COL", default=d.score, help=helps["score"])
+    p.add_argument("--k", type=int, default=d.k, help=helps["k"])
+    p.add_argument("--per-problem", action="store_true", help=helps["per_problem"])
+    p.add_argument("--wrong-share", type=float, default=d.wrong_share, help=helps["wrong_share"])
+    p.add_argument("--seed", type=int, default=d.seed, help=helps["seed"])
+    p.set_defaults(func=run_select)
+
+
+def run_select(args: argparse.Namespace) -> int:
+    from prmkit.io import read_solutions, write_records
+    from prmkit.select import SelectConfig, select, summarise
+
+    config = SelectConfig(strategy=args.strategy, score=args.score, k=args.k, per_problem=args.per_problem,
+                          wrong_share=args.wrong_share, seed=args.seed)
+    chosen = select(list(read_solutions(args.input)), config)
+    write_records(args.output, chosen, inputs=[args.input])
+    print(json.dumps(summarise(chosen)))
+    return 0

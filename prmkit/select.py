@@ -1,0 +1,302 @@
+"""Choosing what to label: selection strategies over a pool of scored solutions.
+
+Each strategy is a pure function ``(candidates, k, rng, ...) -> chosen`` over
+:class:`~prmkit.schema.Solution` records. It ranks them by one solution-level score column
+(``solution.scores[score]``, for example ``prm_min`` as ``prmkit score`` writes it) and returns at most
+``k`` of them, in serving order. It works on any scored pool, the lab's or a real one, and feeds the
+labelling app's queue (:mod:`prmkit.label.queue`) and the lab's simulated labellers alike.
+
+- :func:`convincing_wrong_answer`: the paper's active learning. A share ``wrong_share`` (0.8) of each
+  set is the most convincing wrong-answer samples (highest score, final answer fails the check), the
+  rest the most convincing of the samples that remain.
+- :func:`uncertainty`: the scores nearest 0.5.
+- :func:`top_k`: the highest scores.
+- :func:`random_sample`: a uniform sample.
+
+``per_problem=True`` takes ``k`` from each problem (grouped by ``problem.id``, else the problem
+text), so a pool of P problems gives up to ``k * P``; ``per_problem=False`` takes ``k`` from the whole
+pool. Ties in score are broken by input order, so every strategy is deterministic given the pool and
+the ``rng`` (only :func:`random_sample` draws from it).
+
+>>> from random import Random
+>>> from prmkit.schema import Problem, Solution
+>>> pool = [Solution.from_steps(Problem("1+1?", id="p1"), ["x"], id=f"s{i}", grade=g, scores={"prm_min": p})
+...         for i, (g, p) in enumerate([("correct", 0.9), ("incorrect", 0.8), ("incorrect", 0.3),
+...                                     ("unparseable", 0.6), ("correct", 0.5)])]
+>>> [s.id for s in convincing_wrong_answer(pool, 3, Random(0), wrong_share=0.67)]
+['s0', 's1', 's3']
+>>> [s.id for s in top_k(pool, 2, Random(0))], [s.id for s in uncertainty(pool, 2, Random(0))]
+(['s0', 's1'], ['s4', 's3'])
+>>> select(pool, SelectConfig("top_k", score="prm_min", k=1))[0].id
+'s0'
+
+Importing this module registers ``convincing_wrong_answer``, ``uncertainty`` and ``top_k`` in the
+labelling app's registry (``prmkit label push --strategy convincing_wrong_answer``); see
+:func:`label_strategy` for the score column and ``k`` those use.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from random import Random
+
+from prmkit.schema import Solution
+
+STRATEGY_NAMES = ("convincing_wrong_answer", "uncertainty", "top_k", "random")
+"""The strategies :func:`select` knows, by the names configs and ``prmkit select --strategy`` use."""
+
+DEFAULT_SCORES = ("prm_min", "prm_product", "prm", "score")
+"""Score columns tried, in this order, when none is named: the first one every candidate carries."""
+
+WRONG_GRADES = ("incorrect", "unparseable")
+"""Grades that make a wrong answer. An unparseable final answer fails the answer check as surely as a
+wrong one, and a PRM that rates such a solution highly is just as mistaken."""
+
+
+class SelectionError(ValueError):
+    """A pool that a strategy cannot rank: a missing or non-numeric score, or a missing grade."""
+
+
+@dataclass(frozen=True)
+class SelectConfig:
+    """What :func:`select` (and ``prmkit select``) does. Inert: validation only."""
+
+    strategy: str = field(default="convincing_wrong_answer", metadata={
+        "help": "selection strategy", "choices": STRATEGY_NAMES})
+    score: str | None = field(default=None, metadata={
+        "help": "solution score column ranked on (the PRM's score); default: the first of "
+                + ", ".join(DEFAULT_SCORES) + " that every candidate carries"})
+    k: int = field(default=8, metadata={"help": "how many to choose: per problem with per_problem, else in all"})
+    per_problem: bool = field(default=False, metadata={
+        "help": "choose k from each problem (grouped by problem.id, else the problem text) instead of k in all"})
+    wrong_share: float = field(default=0.8, metadata={
+        "help": "convincing_wrong_answer: share of each set that is wrong-answer samples (the paper: 0.8)"})
+    seed: int = field(default=0, metadata={"help": "seed of the random generator (only random draws from it)"})
+
+    def __post_init__(self):
+        if self.strategy not in STRATEGY_NAMES:
+            raise ValueError(f"unknown selection strategy {self.strategy!r} (known: {', '.join(STRATEGY_NAMES)})")
+        if self.k < 0:
+            raise ValueError(f"k must be at least 0, not {self.k}")
+        if not 0.0 <= self.wrong_share <= 1.0:
+            raise ValueError(f"wrong_share must be in [0, 1], not {self.wrong_share}")
+
+
+# --- reading a pool -------------------------------------------------------------------------------
+
+def problem_key(solution: Solution) -> str:
+    """The problem a solution belongs to: ``problem.id``, else the problem text (as :mod:`prmkit.evaluate`)."""
+    return solution.problem.id if solution.problem.id is not None else solution.problem.problem
+
+
+def _name(i: int, s: Solution) -> str:
+    return f"candidate {i} (id {s.id or 'none'}, problem {problem_key(s)!r})"
+
+
+def default_score(candidates: list[Solution]) -> str:
+    """The first of :data:`DEFAULT_SCORES` that every candidate carries; :class:`SelectionError` if none.
+
+    >>> from prmkit.schema import Solution
+    >>> default_score([Solution.from_steps("q", ["x"], scores={"prm_product": 0.2, "orm": 0.1})])
+    'prm_product'
+    """
+    for name in DEFAULT_SCORES:
+        if all(name in s.scores for s in candidates):
+            return name
+    seen = sorted({k for s in candidates for k in s.scores})
+    raise SelectionError(f"no score column to rank on: no candidate-wide {', '.join(DEFAULT_SCORES)} "
+                         f"(columns seen: {', '.join(seen) or 'none'}); name one with score=")
+
+
+def scores_of(candidates: list[Solution], score: str | None) -> list[float]:
+    """Every candidate's ``scores[score]`` as a float (``score=None``: :func:`default_score`)."""
+    column = score if score is not None else default_score(candidates)
+    out = []
+    for i, s in enumerate(candidates):
+        if column not in s.scores:
+            raise SelectionError(f"{_name(i, s)} has no score {column!r} "
+                                 f"(it has: {', '.join(sorted(s.scores)) or 'none'})")
+        value = s.scores[column]
+        # bool is an int in Python; a score of `true` is a bug upstream, not 1.0.
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise SelectionError(f"{_name(i, s)}: score {column!r} is {value!r}, not a number")
+        out.append(float(value))
+    return out
+
+
+def wrong_answers(candidates: list[Solution]) -> list[bool]:
+    """Whether each candidate's final answer fails the check (grade in :data:`WRONG_GRADES`).
+
+    A candidate with no grade is an error, never a guess: grade the pool first.
+    """
+    out = []
+    for i, s in enumerate(candidates):
+        if s.grade is None:
+            raise SelectionError(f"{_name(i, s)} has no grade; convincing_wrong_answer needs every "
+                                 "candidate graded (correct, incorrect or unparseable)")
+        out.append(s.grade in WRONG_GRADES)
+    return out
+
+
+def wrong_quota(k: int, wrong_share: float) -> int:
+    """How many of a set of ``k`` are wrong-answer samples: ``round(wrong_share * k)`` (Python's round).
+
+    >>> wrong_quota(10, 0.8), wrong_quota(3, 0.8), wrong_quota(1, 0.8)
+    (8, 2, 1)
+    """
+    return round(wrong_share * k)
+
+
+def _groups(candidates: list[Solution], per_problem: bool) -> list[list[int]]:
+    """Candidate indices per problem, problems in order of first appearance (one group if not per problem)."""
+    if not per_problem:
+        return [list(range(len(candidates)))]
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(candidates):
+        groups.setdefault(problem_key(s), []).append(i)
+    return list(groups.values())
+
+
+def _highest(indices: list[int], keys: list[float], n: int) -> list[int]:
+    """The ``n`` indices with the highest ``keys``, highest first, ties in input order."""
+    return sorted(indices, key=lambda i: (-keys[i], i))[:max(n, 0)]
+
+
+def _check_k(k: int) -> None:
+    if k < 0:
+        raise ValueError(f"cannot select {k} candidates")
+
+
+# --- the strategies -------------------------------------------------------------------------------
+
+def top_k(candidates: list[Solution], k: int, rng: Random | None = None, *, score: str | None = None,
+          per_problem: bool = False) -> list[Solution]:
+    """The ``k`` highest-scored candidates (per problem, or in all), highest first."""
+    _check_k(k)
+    keys = scores_of(candidates, score)
+    return [candidates[i] for g in _groups(candidates, per_problem) for i in _highest(g, keys, k)]
+
+
+def uncertainty(candidates: list[Solution], k: int, rng: Random | None = None, *, score: str | None = None,
+                per_problem: bool = False) -> list[Solution]:
+    """The ``k`` candidates whose score is nearest 0.5 (per problem, or in all), most uncertain first.
+
+    For one probability, nearest 0.5 is highest binary entropy. Step-level entropy is not used: a
+    solution is labelled whole, and its solution score is what the PRM says about it.
+
+    >>> from prmkit.schema import Solution
+    >>> pool = [Solution.from_steps("q", ["x"], id=str(p), scores={"prm": p}) for p in (0.1, 0.45, 0.7, 0.52)]
+    >>> [s.id for s in uncertainty(pool, 2)]
+    ['0.52', '0.45']
+    """
+    _check_k(k)
+    keys = [-abs(p - 0.5) for p in scores_of(candidates, score)]
+    return [candidates[i] for g in _groups(candidates, per_problem) for i in _highest(g, keys, k)]
+
+
+def random_sample(candidates: list[Solution], k: int, rng: Random, *, per_problem: bool = False) -> list[Solution]:
+    """A uniform sample of ``k`` without replacement (per problem, or in all), in random order.
+
+    Global sampling draws exactly as the labelling app's ``random`` strategy does.
+    """
+    _check_k(k)
+    return [candidates[i] for g in _groups(candidates, per_problem) for i in rng.sample(g, min(k, len(g)))]
+
+
+def convincing_wrong_answer(candidates: list[Solution], k: int, rng: Random | None = None, *,
+                            score: str | None = None, wrong_share: float = 0.8,
+                            per_problem: bool = False) -> list[Solution]:
+    """The paper's active-learning mix: most convincing wrong answers, then the most convincing of the rest.
+
+    Of each set of ``k`` (per problem, or in all), :func:`wrong_quota` ``(k, wrong_share)`` are the
+    highest-scored wrong-answer samples (:data:`WRONG_GRADES`) and the others the highest-scored of all
+    samples that remain (which may hold further wrong answers, as in the paper). When a set has too few
+    wrong answers the remainder fills the gap, so a set is ``min(k, pool size)`` long. Every candidate
+    must be graded. The chosen are returned highest score first (per problem, in order of appearance).
+
+    >>> from prmkit.schema import Solution
+    >>> pool = [Solution.from_steps("q", ["x"], id=f"{g[0]}{p}", grade=g, scores={"prm_min": p})
+    ...         for g, p in [("correct", 0.9), ("correct", 0.8), ("incorrect", 0.7), ("incorrect", 0.2)]]
+    >>> [s.id for s in convincing_wrong_answer(pool, 3, wrong_share=0.67)]
+    ['c0.9', 'i0.7', 'i0.2']
+    """
+    _check_k(k)
+    if not 0.0 <= wrong_share <= 1.0:
+        raise ValueError(f"wrong_share must be in [0, 1], not {wrong_share}")
+    keys = scores_of(candidates, score)
+    wrong = wrong_answers(candidates)
+    chosen = []
+    for g in _groups(candidates, per_problem):
+        picked = _highest([i for i in g if wrong[i]], keys, wrong_quota(k, wrong_share))
+        taken = set(picked)
+        picked += _highest([i for i in g if i not in taken], keys, min(k, len(g)) - len(picked))
+        chosen += [candidates[i] for i in sorted(picked, key=lambda i: (-keys[i], i))]
+    return chosen
+
+
+# --- one entry point ------------------------------------------------------------------------------
+
+def select(candidates: list[Solution], config: SelectConfig, rng: Random | None = None) -> list[Solution]:
+    """Run ``config.strategy`` on ``candidates`` (``rng`` default: ``Random(config.seed)``)."""
+    rng = rng if rng is not None else Random(config.seed)
+    c = config
+    if c.strategy == "random":
+        return random_sample(candidates, c.k, rng, per_problem=c.per_problem)
+    if c.strategy == "convincing_wrong_answer":
+        return convincing_wrong_answer(candidates, c.k, rng, score=c.score, wrong_share=c.wrong_share,
+                                       per_problem=c.per_problem)
+    fn = {"top_k": top_k, "uncertainty": uncertainty}[c.strategy]
+    return fn(candidates, c.k, rng, score=c.score, per_problem=c.per_problem)
+
+
+def summarise(chosen: list[Solution]) -> dict:
+    """Counts of a selection: how many, the wrong-answer share (None if any is ungraded), how many per problem.
+
+    >>> from prmkit.schema import Problem, Solution
+    >>> summarise([Solution.from_steps(Problem("q", id="a"), ["x"], grade=g) for g in ("correct", "incorrect")])
+    {'chosen': 2, 'problems': 1, 'wrong_share': 0.5, 'per_problem': {'a': 2}}
+    """
+    per_problem: dict[str, int] = {}
+    for s in chosen:
+        per_problem[problem_key(s)] = per_problem.get(problem_key(s), 0) + 1
+    graded = all(s.grade is not None for s in chosen)
+    share = sum(s.grade in WRONG_GRADES for s in chosen) / len(chosen) if chosen and graded else None
+    return {"chosen": len(chosen), "problems": len(per_problem), "wrong_share": share, "per_problem": per_problem}
+
+
+# --- the labelling app's registry -----------------------------------------------------------------
+
+def label_strategy(name: str) -> Callable[[list[Solution], int, Random], list[Solution]]:
+    """``name`` as a labelling-app strategy ``(candidates, k, rng) -> chosen``.
+
+    That signature has no score column and its ``k`` is a total (``prmkit label push --count``), so
+    these rank on :func:`default_score` (the first of ``prm_min``, ``prm_product``, ``prm``, ``score``
+    every candidate carries; an error if none) and choose ``k`` in all, with ``wrong_share`` 0.8.
+    For another column or per-problem quotas, run ``prmkit select`` first and push its output with
+    ``--strategy in_order``.
+    """
+    config = {"strategy": name, "score": None, "per_problem": False}
+
+    def strategy(candidates: list[Solution], k: int, rng: Random) -> list[Solution]:
+        return select(candidates, SelectConfig(**config, k=k), rng)
+
+    strategy.__name__ = strategy.__qualname__ = f"label_{name}"
+    strategy.__module__ = __name__
+    strategy.__doc__ = f"{name}, on the default score column, k in all (see prmkit.select.label_strategy)."
+    return strategy
+
+
+def _register_label_strategies() -> None:
+    from prmkit.label.queue import STRATEGIES, register
+
+    for name in ("convincing_wrong_answer", "uncertainty", "top_k"):  # "random" is the app's own already
+        existing = STRATEGIES.get(name)
+        # A second import of this module (pytest's importlib mode may load it again) re-registers the same.
+        if existing is not None and (existing.__module__, existing.__qualname__) == (__name__, f"label_{name}"):
+            continue
+        register(name)(label_strategy(name))
+
+
+_register_label_strategies()

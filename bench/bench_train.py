@@ -1,38 +1,83 @@
-"""Training throughput against TRL's PRMTrainer, same tiny model, data, batch size and steps; held-out step AUROC.
+"""Training throughput against TRL's PRMTrainer on the same tiny model, data, batch size and steps, over
+several seeds; held-out step AUROC of both.
 
 TRL removed PRMTrainer after 1.13.0 (1.14.0 ships no ``trl/experimental/prm/prm_trainer.py``; 0.24 and
 earlier had it in ``trl/trainer/``), so the benchmark pins ``trl==1.13.0`` in its own environment,
-``bench/.venv-trl``, which sees this project's venv (torch 2.13.0 CPU, transformers) through a ``.pth``
-file and adds TRL and its ``datasets`` dependency::
+``bench/.venv-trl``. :func:`ensure_trl_env` builds it when missing: a venv that sees this project's venv
+(torch, transformers, accelerate) through a ``.pth`` file, plus TRL and its ``datasets`` dependency from
+PyPI. So, on a fresh clone::
 
-    .venv/bin/python -m venv bench/.venv-trl && echo '*' > bench/.venv-trl/.gitignore
-    echo "$PWD/.venv/lib/python3.11/site-packages" > bench/.venv-trl/lib/python3.11/site-packages/zz_main.pth
-    bench/.venv-trl/bin/pip install trl==1.13.0
-    .venv/bin/python bench/bench_train.py
+    .venv/bin/python bench/bench_train.py          # seeds 0-4, about 2 minutes a seed on 1 shared core
 
-Both trainers start from the same folder (tiny-llama preset, tokenizer trained on the training texts,
-saved with save_pretrained) as ``AutoModelForTokenClassification`` with 2 labels, on the lab's
-``default`` train split (2,000 oracle-labelled solutions; neutral counts as correct; every step
-supervised, as TRL does), batch 16, 300 steps, lr 3e-3, linear schedule, one torch thread. Held out: the
-first 1,000 solutions of the lab's eval split of seed 1; AUROC of P(correct) over every labelled step,
-each model formatted by its own trainer's formatting. prmkit's time covers its whole ``train()`` call
-(data preparation, model building, saving); TRL's covers ``trainer.train()`` only.
+What is the same on both sides (checked, not assumed, where marked):
+- the model: for each seed, one tiny-llama folder (tokenizer trained on the training texts, weights
+  seeded by the seed) loaded as ``AutoModelForTokenClassification`` with 2 labels, the new layer
+  initialised under ``torch.manual_seed(seed)``: the initial weights are equal (checked); no dropout
+  (TRL's ``disable_dropout``; for prmkit, ``classifier_dropout: 0.0`` in the folder's config, since
+  ``AutoModelForTokenClassification`` otherwise adds a dropout of 0.1 that prmkit leaves on);
+- the tokens and label positions: prmkit with ``marker=''`` and ``problem_suffix=''`` formats exactly as
+  TRL's ``tokenize_row`` (BOS, prompt, then each step followed by "\\n", read at the "\\n"), on every
+  training and held-out solution (checked);
+- the supervision: every step, rating >= 0 counts as correct (TRL's default; prmkit ``supervise=all``,
+  ``neutral=positive``); cross-entropy summed over the batch's labelled steps / their count;
+- the optimisation: AdamW (betas 0.9/0.999, eps 1e-8, no weight decay), lr 3e-3, linear decay without
+  warm-up, gradient clipping at 1.0, batch 16, 300 steps (2.4 epochs of 2,000 solutions), fp32, one
+  torch thread. TRL's own defaults of bf16 autocast and gradient checkpointing are turned off: prmkit
+  does neither on a CPU, and checkpointing trades speed for memory.
+
+What differs: the batches (prmkit's seeded shuffler, length-grouped by default; TRL's RandomSampler),
+and the summation order of floats. The run ``prmkit-trl-batches`` trains prmkit on the very batches TRL
+drew for the seed, so that only the two trainers' code differs. Time is end to end on both sides: from
+the data file and model folder on disk to the trained model saved (tokenisation, training, saving;
+imports and a first load of the model code excluded on both sides); the training loop alone is printed
+too. Held out: the first 1,000 solutions of the lab's eval split of seed 1, both models read by the same
+plain-transformers code at the same positions.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-TRL_PYTHON = HERE / ".venv-trl" / "bin" / "python"
+TRL_ENV = HERE / ".venv-trl"
+TRL_VERSION = "1.13.0"
 STEPS, BATCH, LR, MAX_LENGTH = 300, 16, 3e-3, 512
 
+
+# --- the TRL environment ------------------------------------------------------------------------------
+
+def ensure_trl_env(env: Path = TRL_ENV, version: str = TRL_VERSION) -> Path:
+    """The python of ``env``, a venv with ``trl==version`` that reuses this venv's packages; built if missing.
+
+    A ``.pth`` file puts this interpreter's site-packages (torch, transformers, accelerate) after the new
+    venv's own, so pip installs only TRL and what this venv lacks, and torch is not downloaded twice.
+    """
+    python = env / "bin" / "python"
+    check = [str(python), "-c", f"import trl, sys; sys.exit(trl.__version__ != {version!r})"]
+    if python.exists() and subprocess.run(check, capture_output=True, check=False).returncode == 0:
+        return python
+    print(f"building {env} (trl=={version}) ...", flush=True)
+    subprocess.run([sys.executable, "-m", "venv", str(env)], check=True)
+    (env / ".gitignore").write_text("*\n")
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    Path(site, "zz_main_venv.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    f"trl=={version}"], check=True)
+    subprocess.run(check, check=True)
+    return python
+
+
+# --- data, base model, formatting ----------------------------------------------------------------------
 
 def make_data(folder: Path) -> None:
     from prmkit import lab
@@ -43,114 +88,308 @@ def make_data(folder: Path) -> None:
     write_records(folder / "held.jsonl", [lab.oracle_label(s) for s in lab.generate_pool(cfg, 1, "eval")[:1000]])
 
 
-def make_base(folder: Path) -> None:
+def make_base(folder: Path, seed: int) -> Path:
     from prmkit.io import read_solutions
     from prmkit.model.tiny import build_preset
 
     sols = list(read_solutions(folder / "train.jsonl"))
     model, tok = build_preset("tiny-llama", [t for s in sols for t in [s.problem.problem, *s.texts]],
-                              "AutoModelForCausalLM")
-    model.save_pretrained(folder / "base")
-    tok.save_pretrained(folder / "base")
+                              "AutoModelForCausalLM", seed=seed)
+    # AutoModelForTokenClassification puts a dropout of 0.1 before its new layer unless the config says
+    # otherwise; TRL switches every dropout off (PRMConfig.disable_dropout), prmkit does not, so say it here
+    model.config.classifier_dropout = 0.0
+    base = folder / f"base-{seed}"
+    model.save_pretrained(base)
+    tok.save_pretrained(base)
+    return base
 
 
-def run_prmkit(folder: Path) -> dict:
-    import numpy as np
-
-    from prmkit.evaluate.steps import auroc
+def encoded(path: Path, tokenizer) -> list[tuple[list[int], list[int], list[int]]]:
+    """(input_ids, step-end positions, labels 1 = correct) of every solution in ``path``, as prmkit
+    formats them for this benchmark (TRL's layout)."""
     from prmkit.io import read_solutions
-    from prmkit.score import Scorer
-    from prmkit.train.config import TrainConfig
-    from prmkit.train.loop import train
+    from prmkit.model.formatter import FormatConfig, encode
 
-    cfg = TrainConfig(data=str(folder / "train.jsonl"), out=str(folder / "prmkit"), base_model=str(folder / "base"),
-                      head="classify", supervise="all", max_steps=STEPS, batch_size=BATCH, lr=LR, warmup_steps=0,
-                      max_length=MAX_LENGTH, eval_fraction=0, save_every=0, progress=False, tensorboard=False,
-                      log_every=STEPS)
-    start = time.perf_counter()
-    train(cfg)
-    seconds = time.perf_counter() - start
-    scorer = Scorer(folder / "prmkit", device="cpu")
-    held = list(read_solutions(folder / "held.jsonl"))
-    probs = scorer.probabilities([s.problem.problem for s in held], [s.texts for s in held])
-    scores = np.concatenate([p[:, 0] for p in probs])
-    labels = np.concatenate([[int(r >= 0) for r in s.ratings] for s in held])
-    train_sols = list(read_solutions(folder / "train.jsonl"))
-    tokens = np.mean([len(scorer.encode(s.problem.problem, s.texts).input_ids) for s in train_sols])
-    return {"seconds": seconds, "examples_per_s": STEPS * BATCH / seconds,
-            "tokens_per_s": STEPS * BATCH * tokens / seconds, "step_auroc": auroc(scores, labels)}
+    fmt = FormatConfig(separator="\n", marker=None, problem_suffix="", max_length=MAX_LENGTH)
+    out = []
+    for s in read_solutions(path):
+        enc = encode(tokenizer, s.problem.problem, s.texts, fmt)
+        out.append((enc.input_ids, enc.step_ends, [int(r >= 0) for r in s.ratings[: len(enc.step_ends)]]))
+    return out
 
 
-def trl_worker(folder: Path) -> dict:
-    """Runs inside bench/.venv-trl (which sees the main venv's packages, but not the editable prmkit)."""
+def warm_up(base: Path) -> None:
+    """Load the base once before timing, so neither side's time includes importing the model code."""
+    from transformers import AutoModelForTokenClassification, AutoTokenizer
+    from transformers.utils import logging
+
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    AutoTokenizer.from_pretrained(base)
+    AutoModelForTokenClassification.from_pretrained(base, num_labels=2)
+
+
+def checksum(model) -> float:
+    import torch
+
+    with torch.no_grad():
+        return float(sum(p.double().abs().sum() for p in model.parameters()))
+
+
+# --- the two trainers (each in its own process) --------------------------------------------------------
+
+def trl_row(sol) -> dict:
+    """A solution as TRL's PRM dataset row. The label is True for a *wrong* step, so that class 0 means
+    correct on both sides (prmkit's output 0 is positive) and each class starts from the same row of the
+    new layer."""
+    return {"prompt": sol.problem.problem, "completions": sol.texts, "labels": [r < 0 for r in sol.ratings]}
+
+
+def trl_worker(folder: Path, base: Path, seed: int, steps: int) -> dict:
+    """Runs inside bench/.venv-trl (it sees the main venv's packages, not the editable prmkit)."""
     sys.path.insert(0, str(HERE.parent))
-    import numpy as np
     import torch
     from datasets import Dataset
     from transformers import AutoModelForTokenClassification, AutoTokenizer
     from trl.experimental.prm import PRMConfig, PRMTrainer
 
-    from prmkit.evaluate.steps import auroc
     from prmkit.io import read_solutions
 
     torch.set_num_threads(1)
-    rows = lambda path: [{"prompt": s.problem.problem, "completions": s.texts, "labels": [r >= 0 for r in s.ratings]}
-                         for s in read_solutions(path)]
-    tok = AutoTokenizer.from_pretrained(folder / "base")
-    torch.manual_seed(0)
-    model = AutoModelForTokenClassification.from_pretrained(folder / "base", num_labels=2)
-    args = PRMConfig(output_dir=str(folder / "trl"), per_device_train_batch_size=BATCH, max_steps=STEPS,
-                     learning_rate=LR, lr_scheduler_type="linear", warmup_steps=0, max_length=MAX_LENGTH,
-                     logging_steps=STEPS, save_strategy="no", report_to=[], use_cpu=True, seed=0,
-                     dataloader_num_workers=0, disable_tqdm=True, step_separator="\n")
-    trainer = PRMTrainer(model=model, args=args, processing_class=tok, train_dataset=Dataset.from_list(rows(folder / "train.jsonl")))
+    warm_up(base)
     start = time.perf_counter()
+    rows = [trl_row(s) for s in read_solutions(folder / "train.jsonl")]
+    tok = AutoTokenizer.from_pretrained(base)
+    torch.manual_seed(seed)
+    model = AutoModelForTokenClassification.from_pretrained(base, num_labels=2)
+    initial = checksum(model)
+    args = PRMConfig(output_dir=str(folder / "trl-run"), per_device_train_batch_size=BATCH, max_steps=steps,
+                     learning_rate=LR, lr_scheduler_type="linear", warmup_steps=0, weight_decay=0.0,
+                     max_grad_norm=1.0, max_length=MAX_LENGTH, step_separator="\n", bf16=False,
+                     gradient_checkpointing=False, logging_steps=steps, save_strategy="no", report_to=[],
+                     use_cpu=True, seed=seed, dataloader_num_workers=0, disable_tqdm=True)
+    trainer = PRMTrainer(model=model, args=args, processing_class=tok, train_dataset=Dataset.from_list(rows))
+    index = {tuple(ids): i for i, ids in enumerate(trainer.train_dataset["input_ids"])}
+    batches, collate = [], trainer.data_collator
+
+    def recording_collator(features):  # the batch order, so that prmkit can be run on exactly the same batches
+        batches.append([index[tuple(f["input_ids"])] for f in features])
+        return collate(features)
+
+    trainer.data_collator = recording_collator
+    loop_start = time.perf_counter()
     trainer.train()
+    loop = time.perf_counter() - loop_start
+    trainer.save_model(str(folder / f"trl-{seed}"))
     seconds = time.perf_counter() - start
-    model.eval()
+    data = trainer.train_dataset
+    held = [PRMTrainer.tokenize_row(trl_row(s), tok, "\n", MAX_LENGTH, None, False, True)
+            for s in read_solutions(folder / "held.jsonl")]
+    (folder / f"trl-batches-{seed}.json").write_text(json.dumps(batches))
+    (folder / f"trl-tokens-{seed}.json").write_text(json.dumps({
+        "train": [{"input_ids": r["input_ids"], "labels": r["labels"]} for r in data], "held": held}))
+    return {"seconds": seconds, "loop_seconds": loop, "initial_checksum": initial,
+            "optimizer": type(trainer.optimizer.optimizer if hasattr(trainer.optimizer, "optimizer")
+                              else trainer.optimizer).__name__}
+
+
+def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, batches: str) -> dict:
+    """``batches``: grouped (prmkit's default), unsorted, or trl (TRL's recorded batches of this seed)."""
+    import accelerate  # noqa: F401  (imported before timing, as TRL's worker imports it through trl)
+    import torch
+
+    from prmkit.train import loop as train_loop
+    from prmkit.train.config import TrainConfig
+
+    torch.set_num_threads(1)
+    warm_up(base)
+    out = folder / f"prmkit-{seed}-{batches}"
+    cfg = TrainConfig(data=str(folder / "train.jsonl"), out=str(out), base_model=str(base), head="classify",
+                      classes=2, supervise="all", neutral="positive", marker="", problem_suffix="", separator="\n",
+                      max_steps=steps, batch_size=BATCH, lr=LR, warmup_steps=0, scheduler="linear",
+                      weight_decay=0.0, max_grad_norm=1.0, max_length=MAX_LENGTH, seed=seed,
+                      group_by_length=batches == "grouped", mixed_precision="no", eval_fraction=0, save_every=0,
+                      resume=False, progress=False, tensorboard=False, log_every=steps)
+    seen: dict = {}
+    build, inner = train_loop.build_model, train_loop._loop
+
+    def build_and_record(*a, **kw):
+        model, tok, head, fmt = build(*a, **kw)
+        seen["initial_checksum"] = checksum(model.backbone)
+        return model, tok, head, fmt
+
+    def timed_loop(*a, **kw):
+        loop_start = time.perf_counter()
+        result = inner(*a, **kw)
+        seen["loop_seconds"] = time.perf_counter() - loop_start
+        return result
+
+    train_loop.build_model, train_loop._loop = build_and_record, timed_loop
+    if batches == "trl":
+        order = json.loads((folder / f"trl-batches-{seed}.json").read_text())
+        per_epoch = 2000 // BATCH
+        train_loop.plan_epoch = lambda lengths, size, seed, epoch, by_length: order[epoch * per_epoch:][:per_epoch]
+    start = time.perf_counter()
+    train_loop.train(cfg)
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "loop_seconds": seen["loop_seconds"], "initial_checksum": seen["initial_checksum"],
+            "out": str(out)}
+
+
+# --- evaluation, one code path for both models ---------------------------------------------------------
+
+def held_out_auroc(model_dir: Path, examples, batch: int = 32) -> float:
+    """Step AUROC of P(correct) (output 0) read at the given positions by plain transformers, in
+    length-sorted batches."""
+    import numpy as np
+    import torch
+    from transformers import AutoModelForTokenClassification
+
+    from prmkit.evaluate.steps import auroc
+
+    model = AutoModelForTokenClassification.from_pretrained(model_dir).eval()
+    order = sorted(range(len(examples)), key=lambda i: len(examples[i][0]))
     scores, labels = [], []
-    for row in rows(folder / "held.jsonl"):
-        enc = PRMTrainer.tokenize_row(row, tok, "\n", MAX_LENGTH, None, False, True)
+    for b in range(0, len(order), batch):
+        chunk = [examples[i] for i in order[b:b + batch]]
+        width = max(len(ids) for ids, _, _ in chunk)
+        ids = torch.zeros((len(chunk), width), dtype=torch.long)
+        mask = torch.zeros_like(ids)
+        for r, (x, _, _) in enumerate(chunk):
+            ids[r, : len(x)], mask[r, : len(x)] = torch.tensor(x), 1
         with torch.no_grad():
-            logits = model(torch.tensor([enc["input_ids"]])).logits[0]
-        lab = torch.tensor(enc["labels"])
-        scores.extend(torch.softmax(logits[lab != -100], -1)[:, 1].tolist())
-        labels.extend(lab[lab != -100].tolist())
-    tokens = np.mean([len(x) for x in trainer.train_dataset["input_ids"]])
-    return {"seconds": seconds, "examples_per_s": STEPS * BATCH / seconds,
-            "tokens_per_s": STEPS * BATCH * tokens / seconds,
-            "step_auroc": auroc(np.asarray(scores), np.asarray(labels))}
+            probs = torch.softmax(model(input_ids=ids, attention_mask=mask).logits.float(), -1)
+        for r, (_, ends, labs) in enumerate(chunk):
+            scores.extend(probs[r, ends, 0].tolist())
+            labels.extend(labs)
+    return auroc(np.asarray(scores), np.asarray(labels))
+
+
+def check_same_tokens(trl_tokens: dict, train, held) -> None:
+    """prmkit's encoding of every solution equals TRL's tokenize_row: same ids, labels at the same places."""
+    for name, ours, theirs in (("train", train, trl_tokens["train"]), ("held", held, trl_tokens["held"])):
+        for i, ((ids, ends, labs), row) in enumerate(zip(ours, theirs, strict=True)):
+            where = [p for p, lab in enumerate(row["labels"]) if lab != -100]
+            if ids != row["input_ids"] or ends != where or labs != [1 - row["labels"][p] for p in where]:
+                raise AssertionError(f"{name} solution {i}: prmkit and TRL format it differently")
+
+
+# --- driver --------------------------------------------------------------------------------------------
+
+def run_worker(python: str, *args: str) -> dict:
+    env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run([python, __file__, "--worker", *args], env=env, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"worker {args[:1]} failed:\n{done.stderr[-4000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+VARIANTS = {"prmkit": "grouped", "prmkit-unsorted": "unsorted", "prmkit-trl-batches": "trl"}
+"""prmkit's runs: its default length-grouped batches, plain shuffled batches, and TRL's own batches
+(recorded in TRL's run of the same seed: then only the trainers' code differs)."""
+
+
+def run_seed(folder: Path, trl_python: Path, seed: int, steps: int, unsorted: bool) -> dict:
+    """Train TRL and prmkit's variants from one base; return per-run figures."""
+    from transformers import AutoTokenizer
+
+    base = make_base(folder, seed)
+    # alternate who runs first, so drift in the shared machine's load does not favour one side
+    names = ["trl", "prmkit"] if seed % 2 == 0 else ["prmkit", "trl"]
+    names += ["prmkit-trl-batches"] + (["prmkit-unsorted"] if unsorted else [])
+    runs = {}
+    for name in names:
+        if name == "trl":
+            runs[name] = run_worker(str(trl_python), "trl", str(folder), str(base), str(seed), str(steps))
+        else:
+            runs[name] = run_worker(sys.executable, name, str(folder), str(base), str(seed), str(steps))
+    tok = AutoTokenizer.from_pretrained(base)
+    train, held = encoded(folder / "train.jsonl", tok), encoded(folder / "held.jsonl", tok)
+    check_same_tokens(json.loads((folder / f"trl-tokens-{seed}.json").read_text()), train, held)
+    mean_tokens = sum(len(ids) for ids, _, _ in train) / len(train)  # the same for both: checked just above
+    for name, r in runs.items():
+        if r["initial_checksum"] != runs["trl"]["initial_checksum"]:
+            raise AssertionError(f"seed {seed}: {name} starts from other weights than TRL")
+        r["step_auroc"] = held_out_auroc(folder / f"trl-{seed}" if name == "trl" else Path(r["out"]), held)
+        r["examples_per_s"] = steps * BATCH / r["seconds"]
+        r["tokens_per_s"] = steps * BATCH * mean_tokens / r["seconds"]
+        r["loop_examples_per_s"] = steps * BATCH / r["loop_seconds"]
+    runs["prmkit-trl-batches"]["max_weight_diff_vs_trl"] = max_weight_diff(
+        folder / f"trl-{seed}", Path(runs["prmkit-trl-batches"]["out"]))
+    return runs
+
+
+def max_weight_diff(a: Path, b: Path) -> float:
+    from transformers import AutoModelForTokenClassification
+
+    ma, mb = (AutoModelForTokenClassification.from_pretrained(x) for x in (a, b))
+    return max(float((p - q).detach().abs().max()) for p, q in zip(ma.parameters(), mb.parameters(), strict=True))
+
+
+def spread(values: list[float]) -> str:
+    sd = statistics.stdev(values) if len(values) > 1 else 0.0
+    return f"{statistics.mean(values):.3f} ± {sd:.3f} (min {min(values):.3f}, max {max(values):.3f})"
+
+
+def report(results: dict[int, dict]) -> None:
+    print(f"\n{'seed':>4} {'trainer':16s} {'examples/s':>10} {'tokens/s':>9} {'loop ex/s':>9} {'AUROC':>6}")
+    for seed, runs in results.items():
+        for name, r in runs.items():
+            print(f"{seed:>4} {name:16s} {r['examples_per_s']:10.1f} {r['tokens_per_s']:9.0f} "
+                  f"{r['loop_examples_per_s']:9.1f} {r['step_auroc']:6.3f}")
+    print()
+    names = list(next(iter(results.values())))
+    for name in names:
+        print(f"{name:16s} held-out step AUROC {spread([r[name]['step_auroc'] for r in results.values()])}")
+    for name in (n for n in names if n != "trl"):
+        for key, label in (("examples_per_s", "examples/s"), ("tokens_per_s", "tokens/s"),
+                           ("loop_examples_per_s", "loop examples/s")):
+            ratios = [r[name][key] / r["trl"][key] for r in results.values()]
+            print(f"ratio {name}/TRL {label:16s} {spread(ratios)}")
+        diffs = [r[name]["step_auroc"] - r["trl"]["step_auroc"] for r in results.values()]
+        print(f"AUROC {name} - TRL            {spread(diffs)}")
+    weights = ", ".join(f"{r['prmkit-trl-batches']['max_weight_diff_vs_trl']:.1e}" for r in results.values())
+    print(f"prmkit on TRL's batches vs TRL, largest weight difference after training, per seed: {weights}")
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seeds", default="0,1,2,3,4", help="comma list of seeds (model init, new layer, batch order)")
+    parser.add_argument("--steps", type=int, default=STEPS, help="optimiser steps of each training run")
+    parser.add_argument("--unsorted", action="store_true", help="also train prmkit without length-grouped batches")
+    parser.add_argument("--json", help="write every run's figures to this file")
+    args = parser.parse_args()
     import torch
+    from transformers.utils import logging
 
     torch.set_num_threads(1)
-    if not TRL_PYTHON.exists():
-        print(f"no TRL environment at {TRL_PYTHON}: build it as this file's docstring says")
-        return 1
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    trl_python = ensure_trl_env()
+    results = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         make_data(folder)
-        make_base(folder)
-        env = {**os.environ, "TRL_EXPERIMENTAL_SILENCE": "1", "OMP_NUM_THREADS": "1"}
-        done = subprocess.run([str(TRL_PYTHON), __file__, "--trl-worker", str(folder)], env=env,
-                              capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            print(done.stderr[-4000:])
-            return 1
-        trl = json.loads(done.stdout.strip().splitlines()[-1])
-        ours = run_prmkit(folder)
-    for name, r in (("TRL 1.13.0 PRMTrainer", trl), ("prmkit", ours)):
-        print(f"{name:22s} {r['examples_per_s']:7.1f} examples/s {r['tokens_per_s']:9.0f} tokens/s "
-              f"({r['seconds']:.1f} s)  held-out step AUROC {r['step_auroc']:.3f}")
-    print(f"ratio prmkit/TRL: {ours['examples_per_s'] / trl['examples_per_s']:.2f}x examples/s, "
-          f"{ours['tokens_per_s'] / trl['tokens_per_s']:.2f}x tokens/s")
+        for seed in (int(s) for s in args.seeds.split(",")):
+            results[seed] = run_seed(folder, trl_python, seed, args.steps, args.unsorted)
+            print(f"seed {seed}: " + ", ".join(f"{n} {r['examples_per_s']:.1f} ex/s AUROC {r['step_auroc']:.3f}"
+                                               for n, r in results[seed].items()), flush=True)
+    print(f"TRL {TRL_VERSION} PRMTrainer vs prmkit: tiny-llama token classification, {args.steps} steps of batch {BATCH}, "
+          "fp32, 1 thread; time from files on disk to the saved model")
+    report(results)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--trl-worker":
-        print(json.dumps(trl_worker(Path(sys.argv[2]))))
+    if len(sys.argv) >= 2 and sys.argv[1] == "--worker":
+        kind, folder, base, seed, steps = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]), *map(int, sys.argv[5:7])
+        if kind == "trl":
+            result = trl_worker(folder, base, seed, steps)
+        else:
+            result = prmkit_worker(folder, base, seed, steps, VARIANTS[kind])
+        print(json.dumps(result))
     else:
         sys.exit(main())

@@ -1,4 +1,5 @@
-"""``prmkit lab``: the synthetic ledger domain: generate pools, label them with simulated people, report rates.
+"""``prmkit lab``: the synthetic ledger domain: generate pools, label them with simulated people, report rates,
+and ``prmkit lab run``, the project's end-to-end job (PRM against ORM, majority and a label-free baseline).
 
 The commands parse arguments and call :mod:`prmkit.lab`. Configuration: a preset (quick, default,
 full), then ``--set key=value`` overrides of any field (``generator.check_rate=0.1``,
@@ -9,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
+import shutil
 import time
 
 from prmkit import lab
@@ -21,6 +25,7 @@ examples:
   prmkit lab label --seed 0 train.jsonl.gz labelled.jsonl.gz
   prmkit lab stats --preset default --seed 0
   prmkit lab stats eval.jsonl.gz
+  prmkit lab run --preset default --seeds 0,1,2
 
 `docs/lab.md` describes the domain, the failure modes and the simulated labellers.
 """
@@ -57,6 +62,21 @@ examples:
 
 Rates: pass@N (exact), maj_acc@M (majority of all M samples), no-answer share, right answer with a
 wrong step, neutral and wrong step shares, misreadings per trigger, oracle reasons; see docs/lab.md.
+"""
+
+
+RUN_EPILOG = """\
+examples:
+  prmkit lab run                                   (default preset, seed 0: ~10 min on 2 cores, into runs/lab-default)
+  prmkit lab run --preset quick                    (small pools: a few minutes)
+  prmkit lab run --preset default --seeds 0,1,2    (the issue's targets, checked per seed)
+  prmkit lab run --preset full --seeds 0,1,2       (adds the label-budget sweep 500 / 2,000 / 8,000)
+  prmkit lab run --set rm.steps=400 --set rm.features=false --out runs/no-features
+
+Stages: data (generate, label) -> base (pretrain a tiny LM, cached in $PRMKIT_CACHE or ~/.cache/prmkit)
+-> features (the base model's per-token surprise) -> rm (train PRM and ORM, score the pools) -> score
+-> evaluate (best-of-N, votes, pass@N, CIs, step AUROC) -> report (RUN_DIR/report.html). A rerun skips
+every finished stage whose inputs did not change, so an interrupted run resumes where it stopped.
 """
 
 
@@ -118,6 +138,42 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_command(args: argparse.Namespace) -> str:
+    parts = ["prmkit lab run", f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
+    parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
+    parts.append(f"--out {shlex.quote(str(args.out))}")
+    return " ".join(parts)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from prmkit.lab.run import run_lab
+
+    cfg = _config(args)
+    if args.out is None:
+        args.out = f"runs/lab-{args.preset}"
+    if args.fresh and os.path.isdir(args.out):
+        shutil.rmtree(args.out)
+    summary = run_lab(cfg, args.seeds, args.out, jobs=args.jobs, progress=not args.quiet,
+                      command=_run_command(args))
+    for seed in args.seeds:
+        h = summary["results"][str(seed)]["eval"]
+        n = h["N"]
+        print(f"seed {seed}: PRM(min)@{n} {100 * h[f'prm_min@{n}']:.1f}  ORM@{n} {100 * h[f'orm@{n}']:.1f}  "
+              f"majority@{n} {100 * h[f'majority@{n}']:.1f}  label-free@{n} {100 * h[f'label_free@{n}']:.1f}  "
+              f"pass@{n} {100 * h[f'pass@{n}']:.1f}  step AUROC {h['prm_step_auroc']:.3f}")
+    return 0
+
+
+def _seeds(text: str) -> list[int]:
+    try:
+        seeds = [int(x) for x in text.replace(",", " ").split()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--seeds expects integers separated by commas, got {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"--seeds expects distinct integers, got {text!r}")
+    return seeds
+
+
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
                    help="sizes and settings to start from (quick: seconds; default: 300 x 64 held out; full: larger)")
@@ -169,3 +225,25 @@ def register(subparsers) -> None:
     p.add_argument("input", nargs="?", default=None,
                    help="a pool file; without it the preset's pool is generated (then --preset, --split, ... apply)")
     p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("run", help="end to end: generate, label, pretrain, train PRM and ORM, evaluate, report",
+                       formatter_class=HelpFormatter, epilog=RUN_EPILOG,
+                       description="Reproduce the paper's PRM-vs-ORM comparison in the lab, end to end on a CPU: "
+                                   "best-of-N curves with CIs for the PRM (each aggregation), the ORM, majority and "
+                                   "weighted votes, a label-free baseline and pass@N, on held-out problems and an "
+                                   "out-of-distribution family; report.html with figures, configuration and wall times.")
+    p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
+                   help="quick: small pools, a few minutes; default: 300 x 64 held out, 2,000 labelled, ~10 min per "
+                        "seed; full: larger pools and a label-budget sweep")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, dotted (rm.steps=400, base.steps=600, label_budgets=500,2000, "
+                        "eval_problems=100); repeatable")
+    p.add_argument("--seeds", type=_seeds, default=[0], metavar="S,S,...",
+                   help="seeds to run (each its own data, labels and reward models; the base model is shared)")
+    p.add_argument("--out", default=None, metavar="RUN_DIR", help="run folder (default: runs/lab-<preset>)")
+    p.add_argument("--jobs", type=int, default=2,
+                   help="worker processes for the heavy stages (one torch thread each)")
+    p.add_argument("--fresh", action="store_true",
+                   help="delete RUN_DIR first and rerun every stage (the cached base model is kept)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    p.set_defaults(func=cmd_run)

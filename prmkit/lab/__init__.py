@@ -23,6 +23,17 @@ The public API (everything is deterministic in its seed; same seed, same bytes o
     lab.pool_stats(pool)              # every rate: pass@1, maj_acc@64, pass@64, error shares, ...
     print(lab.format_stats(lab.pool_stats(pool)))
 
+The end-to-end run (``prmkit lab run``; ``docs/lab.md``, "The run")::
+
+    from prmkit.lab.run import run_lab
+    summary = run_lab(lab.preset("default"), seeds=[0, 1, 2], run_dir="runs/lab-default")
+    # data -> base model (pretrained once, cached by config hash) -> per-token surprise features ->
+    # PRM and ORM from the same base, data and budget -> scored pools -> best-of-N with CIs -> report.html
+
+Its parts: :mod:`prmkit.lab.base` (the base model: tokenizer, pretraining, cache), :mod:`prmkit.lab.features`
+(the base model's per-token surprise, the label-free likelihood), :mod:`prmkit.lab.rm` (the reward models),
+:mod:`prmkit.lab.scoring` (scored records, evaluation), :mod:`prmkit.lab.report` (the page).
+
 Lower level: :func:`make_problems` (``LedgerConfig`` -> ``list[Problem]``), :func:`generate`
 (problems x samples under a :class:`GeneratorConfig`), :func:`parse_problem` (problem text -> :class:`Ledger`).
 
@@ -45,16 +56,40 @@ Start at 67.
 True
 """
 
+from prmkit.lab.base import BaseConfig
 from prmkit.lab.config import PRESETS, SPLITS, LabConfig, config_hash, preset
 from prmkit.lab.domain import OOD, Ledger, LedgerConfig, Txn, make_problem, make_problems, parse_problem
 from prmkit.lab.generator import GeneratorConfig, generate
 from prmkit.lab.labellers import LabellerConfig, label
 from prmkit.lab.oracle import StepLabel, grade_answer, oracle_label, oracle_labels
 from prmkit.lab.pools import generate_pool
+from prmkit.lab.rm import RMConfig
 from prmkit.lab.stats import format_stats, pool_stats
 
 __all__ = [
-    "OOD", "PRESETS", "SPLITS", "GeneratorConfig", "LabConfig", "LabellerConfig", "Ledger", "LedgerConfig",
-    "StepLabel", "Txn", "config_hash", "format_stats", "generate", "generate_pool", "grade_answer", "label",
-    "make_problem", "make_problems", "oracle_label", "oracle_labels", "parse_problem", "pool_stats", "preset",
+    "OOD",
+    "PRESETS",
+    "SPLITS",
+    "BaseConfig",
+    "GeneratorConfig",
+    "LabConfig",
+    "LabellerConfig",
+    "Ledger",
+    "LedgerConfig",
+    "RMConfig",
+    "StepLabel",
+    "Txn",
+    "config_hash",
+    "format_stats",
+    "generate",
+    "generate_pool",
+    "grade_answer",
+    "label",
+    "make_problem",
+    "make_problems",
+    "oracle_label",
+    "oracle_labels",
+    "parse_problem",
+    "pool_stats",
+    "preset",
 ]

@@ -2,8 +2,8 @@
 
 :class:`LabConfig` is inert (checked on creation, no I/O) and frozen; :func:`preset` returns one of
 :data:`PRESETS`, and :meth:`LabConfig.replace` overrides dotted fields (what ``--set`` on the command
-line does). Training and evaluation settings of the lab run will join these fields; the sizes of the
-splits are already here.
+line does). It holds the sizes of every split, the base model (:class:`~prmkit.lab.base.BaseConfig`), the
+reward models (:class:`~prmkit.lab.rm.RMConfig`) and the evaluation settings of ``prmkit lab run``.
 
 >>> cfg = preset("default")
 >>> cfg.eval_problems, cfg.eval_samples, cfg.train_problems * cfg.train_samples
@@ -19,9 +19,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from prmkit.lab.base import BaseConfig
 from prmkit.lab.domain import OOD, LedgerConfig, config_hash
 from prmkit.lab.generator import GeneratorConfig
 from prmkit.lab.labellers import LabellerConfig
+from prmkit.lab.rm import RMConfig
 
 SPLITS = ("eval", "train", "ood", "pretrain")
 """Pools the lab generates: held-out evaluation, solutions to label, the held-out family, and
@@ -58,11 +60,34 @@ class LabConfig:
     """Problems whose unlabelled samples pretrain the lab's base model."""
     pretrain_samples: int = 4
     """Samples per pretraining problem."""
+    base: BaseConfig = field(default_factory=BaseConfig)
+    """The base model (the stand-in for a pretrained LM) and its pretraining on the pretrain split."""
+    rm: RMConfig = field(default_factory=RMConfig)
+    """The reward models: architecture and training budget, the same for the PRM and the ORM."""
+    label_budgets: tuple[int, ...] = ()
+    """Extra numbers of labelled solutions to train PRM and ORM on (a label-budget sweep; each a prefix
+    of the labelled split); the run always trains on all ``train_problems x train_samples``."""
+    vote_target_se: float = 0.003
+    """Monte-Carlo standard error aimed at by majority and weighted voting."""
+    bootstrap: int = 1000
+    """Bootstrap resamples (over problems) of every 95% confidence interval."""
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
             if f.name.endswith(("_problems", "_samples")) and getattr(self, f.name) < 1:
                 raise ValueError(f"{f.name} must be at least 1, got {getattr(self, f.name)}")
+        budgets = tuple(int(b) for b in self.label_budgets)
+        object.__setattr__(self, "label_budgets", budgets)
+        if any(not 1 <= b <= self.train_problems * self.train_samples for b in budgets):
+            raise ValueError(f"label_budgets {budgets} must lie in 1..train_problems x train_samples "
+                             f"({self.train_problems * self.train_samples})")
+        if self.vote_target_se <= 0 or self.bootstrap < 10:
+            raise ValueError("vote_target_se must be positive and bootstrap at least 10")
+
+    @property
+    def labelled(self) -> int:
+        """Labelled solutions of the run (the train split's size)."""
+        return self.train_problems * self.train_samples
 
     def sizes(self, split: str) -> tuple[int, int]:
         """(problems, samples per problem) of ``split``."""
@@ -115,14 +140,15 @@ def _coerce(current, value, key: str):
 
 
 PRESETS = {
-    "quick": LabConfig(name="quick", eval_problems=40, eval_samples=16, train_problems=100, train_samples=4,
-                       ood_problems=20, ood_samples=16, pretrain_problems=400, pretrain_samples=4),
+    "quick": LabConfig(name="quick", eval_problems=40, eval_samples=16, train_problems=500, train_samples=4,
+                       ood_problems=20, ood_samples=16, bootstrap=500),
     "default": LabConfig(),
-    "full": LabConfig(name="full", eval_problems=500, eval_samples=128, train_problems=2000, train_samples=4,
-                      ood_problems=300, ood_samples=128, pretrain_problems=10000, pretrain_samples=4),
+    "full": LabConfig(name="full", train_problems=2000, train_samples=4, label_budgets=(500, 2000)),
 }
-"""quick: seconds, for tests; default: the targets of the issue (300 x 64 held out, 2,000 labelled);
-full: larger pools and 8,000 labelled solutions."""
+"""quick: small held-out pools (40 x 16, OOD 20 x 16), the same base model (cached once for both), 2,000
+labels and reward-model budget as default (a few minutes; the end-to-end test); default: the targets of the issue (300 x 64
+held out, 2,000 labelled); full: the default pools with 8,000 labelled solutions and a label-budget sweep
+(500 / 2,000 / 8,000), PRM and ORM trained at each budget with the same number of optimiser steps."""
 
 
 def preset(name: str) -> LabConfig:

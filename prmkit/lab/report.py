@@ -1,0 +1,199 @@
+"""The lab run's page: ``RUN_DIR/report.html``, self-contained, every seed shown.
+
+Sections: the command that reproduces the run; the targets of the issue checked per seed; a table of
+the headline numbers per seed (held-out pool and OOD family) with 95% bootstrap CIs; best-of-N
+figures per seed; the label-budget sweep when the run has one; step-level AUROC per kind of error;
+wall time per stage; every number at every N (from :mod:`prmkit.evaluate.report`); the configuration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+from pathlib import Path
+
+from prmkit.evaluate.plots import plot_bon
+from prmkit.evaluate.report import _CSS, _bon_section, _figure, _table
+from prmkit.io import atomic_output
+from prmkit.lab.scoring import sweep_rows
+
+PLOTTED = ("pass", "maj_acc", "bon_acc[prm_min]", "bon_acc[prm_product]", "bon_acc[orm]",
+           "bon_acc[likelihood_mean]", "bon_acc[likelihood_min]", "weighted_acc[prm_min]")
+TARGETS = (("PRM@N - ORM@N", "prm_min@{N}", "orm@{N}", 0.15),
+           ("PRM@N - majority@N", "prm_min@{N}", "majority@{N}", 0.15),
+           ("PRM@16 - label-free@16", "prm_min@16", "label_free@16", 0.10))
+"""The issue's targets: (name, PRM metric, baseline metric, least gap). PRM means ``prm_min``, the
+aggregation chosen before any run (the study found min more robust than the product); step AUROC
+must reach :data:`AUROC_TARGET`. N is the pool's largest N (64 in the default preset)."""
+AUROC_TARGET = 0.90
+
+
+def check_targets(headline: dict) -> dict:
+    """Each target's gap (fractions) and whether it is met, for one seed's held-out headline."""
+    n = headline["N"]
+    out = {}
+    for name, a, b, least in TARGETS:
+        ka, kb = a.format(N=n), b.format(N=n)
+        if ka not in headline or kb not in headline:
+            continue
+        gap = headline[ka] - headline[kb]
+        out[name.replace("@N", f"@{n}")] = {"gap": gap, "least": least, "met": gap >= least, "direction": gap > 0}
+    auroc = headline["prm_step_auroc"]
+    out["PRM step AUROC"] = {"value": auroc, "least": AUROC_TARGET, "met": auroc >= AUROC_TARGET}
+    return out
+
+
+def _load(run_dir: Path, seed: int, pool: str) -> dict:
+    return json.loads((run_dir / f"seed-{seed}" / "evaluate" / f"{pool}.json").read_text())
+
+
+def _ci(result: dict, metric: str) -> str:
+    m = result["metrics"].get(metric)
+    if m is None:
+        return "-"
+    lo, hi = m["ci95"]
+    return f"{100 * m['estimate']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+
+
+def headline_rows(result: dict) -> list[tuple[str, str]]:
+    n = max(result["ns"])
+    rows = [(f"PRM {h}@{n}", _ci(result, f"bon_acc@{n}[prm_{h}]")) for h in ("min", "product", "last", "mean")]
+    rows += [(f"ORM@{n}", _ci(result, f"bon_acc@{n}[orm]")), (f"majority@{n}", _ci(result, f"maj_acc@{n}")),
+             (f"weighted vote (PRM min)@{n}", _ci(result, f"weighted_acc@{n}[prm_min]")),
+             (f"weighted vote (ORM)@{n}", _ci(result, f"weighted_acc@{n}[orm]"))]
+    for k in dict.fromkeys([16, n]):
+        if k in result["ns"]:
+            rows += [(f"label-free: likelihood mean@{k}", _ci(result, f"bon_acc@{k}[likelihood_mean]")),
+                     (f"label-free: likelihood min@{k}", _ci(result, f"bon_acc@{k}[likelihood_min]"))]
+            if k != n:
+                rows.append((f"PRM min@{k}", _ci(result, f"bon_acc@{k}[prm_min]")))
+    rows += [(f"pass@{n}", _ci(result, f"pass@{n}")), ("first sample", _ci(result, "first_acc")),
+             ("PRM step AUROC", f"{result['steps']['prm']['auroc']:.3f}"),
+             ("likelihood step AUROC (base model, step's least likely token)",
+              f"{result['steps']['likelihood']['auroc']:.3f}")]
+    return rows
+
+
+def _seed_table(results: dict[int, dict]) -> str:
+    seeds = sorted(results)
+    rows = [[name] + [dict(headline_rows(results[s]))[name] for s in seeds] for name, _ in headline_rows(results[seeds[0]])]
+    return _table(["metric (%, 95% CI)"] + [f"seed {s}" for s in seeds], rows)
+
+
+def _targets_table(checks: dict[int, dict]) -> str:
+    seeds = sorted(checks)
+    names = list(checks[seeds[0]])
+    rows = []
+    for name in names:
+        cells = []
+        for s in seeds:
+            c = checks[s][name]
+            value = f"{c['value']:.3f}" if "value" in c else f"{100 * c['gap']:+.1f} pts"
+            cells.append(f"{value} {'met' if c['met'] else 'MISSED'}")
+        least = checks[seeds[0]][name]["least"]
+        rows.append([name, f">= {least:.2f}" if name.endswith("AUROC") else f">= {100 * least:.0f} pts"] + cells)
+    return _table(["target", "needs"] + [f"seed {s}" for s in seeds], rows)
+
+
+def _plot(result: dict, path: Path, title: str) -> str:
+    shown = {k: v for k, v in result["curves"].items() if k in PLOTTED or k == "first_acc"}
+    return plot_bon({"ns": result["ns"], "curves": shown}, path, title=title)
+
+
+def _plot_sweep(rows_by_seed: dict[int, list[dict]], path: Path) -> str:
+    import matplotlib.pyplot as plt
+
+    from prmkit.evaluate.plots import _save
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for i, (seed, rows) in enumerate(sorted(rows_by_seed.items())):
+        x = [r["labelled"] for r in rows]
+        for j, (key, label) in enumerate((("prm_min", "PRM (min)"), ("orm", "ORM"), ("majority", "majority"))):
+            ax.plot(x, [100 * r[key] for r in rows], marker="o", color=f"C{j}", alpha=0.8,
+                    linestyle="--" if key == "majority" else "-", label=label if i == 0 else None)
+    ax.set_xscale("log")
+    budgets = sorted({r["labelled"] for rows in rows_by_seed.values() for r in rows})
+    ax.set_xticks(budgets)
+    ax.set_xticklabels([f"{b:,}" for b in budgets])
+    ax.minorticks_off()
+    ax.set_xlabel("labelled solutions")
+    ax.set_ylabel("best-of-N accuracy at the largest N (%)")
+    ax.set_title("Label-budget sweep (one line per seed)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+_NOTE = ("<p class='note'>PRM = process reward model, ORM = outcome reward model, both from the same base model "
+         "with the same solutions and budget; label-free = the base model's own likelihood of a solution "
+         "(mean or min token log-probability). Definitions: docs/lab.md, docs/evaluation.md.</p>")
+
+
+def _timings_table(timings: dict) -> str:
+    rows = [[name, str(t.get("jobs", 1)), str(t.get("ran", "")), f"{t.get('job_seconds', 0):.1f}",
+             f"{t['wall_seconds']:.1f}"] for name, t in timings.items()]
+    return _table(["stage", "jobs", "run now (rest cached)", "compute s (sum over jobs, when computed)",
+                   "wall s (this invocation)"], rows)
+
+
+def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str) -> dict:
+    """Write ``report.html`` and figures under ``run_dir``; return the summary (headlines, targets, sweep)."""
+    run_dir = Path(run_dir)
+    fig_dir = run_dir / "figures"
+    results = {s: {p: _load(run_dir, s, p) for p in ("eval", "ood")} for s in seeds}
+    checks = {s: check_targets(results[s]["eval"]["headline"]) for s in seeds}
+    figures = []
+    for s in seeds:
+        figures.append(_plot(results[s]["eval"], fig_dir / f"bon-seed{s}.png", f"Held-out pool, seed {s} (95% CI bands)"))
+        figures.append(_plot(results[s]["ood"], fig_dir / f"ood-seed{s}.png", f"OOD family, seed {s} (95% CI bands)"))
+    sweeps = {s: sweep_rows(results[s]["eval"], cfg.labelled) for s in seeds}
+    head = (f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab run: {html.escape(cfg.name)}"
+            f"</title><style>{_CSS}</style></head><body>")
+    parts = [head,
+             f"<h1>prmkit lab run: preset {html.escape(cfg.name)}, seeds {', '.join(map(str, seeds))}</h1>",
+             f"<p>Reproduce with <code>{html.escape(command)}</code></p>",
+             _NOTE,
+             "<h2>Targets (held-out pool)</h2>", _targets_table(checks),
+             "<h2>Held-out pool: headline numbers per seed</h2>", _seed_table({s: results[s]["eval"] for s in seeds}),
+             "<h2>Out-of-distribution family: headline numbers per seed</h2>",
+             _seed_table({s: results[s]["ood"] for s in seeds}),
+             "<h2>Best-of-N curves</h2>", *(_figure(Path(f)) for f in figures)]
+    if cfg.label_budgets:
+        sweep_fig = _plot_sweep(sweeps, fig_dir / "sweep.png")
+        rows = [[str(s), str(r["labelled"]), *(f"{100 * r[k]:.1f}" for k in ("prm_min", "prm_product", "orm", "majority"))]
+                for s in seeds for r in sweeps[s]]
+        parts += ["<h2>Label-budget sweep (best-of-N at the largest N)</h2>",
+                  _table(["seed", "labelled", "PRM min", "PRM product", "ORM", "majority"], rows), _figure(Path(sweep_fig))]
+    parts += ["<h2>Step-level AUROC of the PRM per kind of error (held-out pool)</h2>", _reason_table(results)]
+    parts += ["<h2>Wall time per stage</h2>", _timings_table(timings)]
+    for s in seeds:
+        for p in ("eval", "ood"):
+            result = dict(results[s][p], source=[f"seed {s}, {p} pool"])
+            parts.append(f"<details><summary>seed {s}, {p}: every number</summary>{_bon_section(result)}</details>")
+    parts += ["<h2>Configuration</h2>",
+              f"<pre>{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre>", "</body></html>"]
+    with atomic_output(run_dir / "report.html") as f:
+        f.write("\n".join(parts))
+    return {"command": command, "preset": cfg.name, "seeds": seeds,
+            "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
+                                 "sweep": sweeps[s]} for s in seeds},
+            "targets": {str(s): checks[s] for s in seeds}}
+
+
+def _reason_table(results: dict) -> str:
+    seeds = sorted(results)
+    reasons = sorted({r for s in seeds for r in results[s]["eval"]["steps"]["prm"].get("by_reason", {})})
+    rows = []
+    for r in reasons:
+        row = [r]
+        for s in seeds:
+            d = results[s]["eval"]["steps"]
+            prm, lik = d["prm"]["by_reason"].get(r), d["likelihood"]["by_reason"].get(r)
+            row.append("-" if prm is None else f"{prm['auroc']:.3f} / {lik['auroc']:.3f} (n={prm['wrong_steps']})")
+        rows.append(row)
+    return ("<p class='note'>wrong steps of one kind against all correct steps: PRM / base-model likelihood</p>"
+            + _table(["error (oracle reason)"] + [f"seed {s}" for s in seeds], rows))
+
+
+__all__ = ["AUROC_TARGET", "TARGETS", "check_targets", "write_lab_report"]

@@ -1,0 +1,174 @@
+"""Scored lab pools as prmkit records, and every number the lab reports on them.
+
+:func:`write_scored` puts every score of a pool into its records, under the names prmkit uses elsewhere:
+
+- PRM (the run's full label budget): ``Step.scores`` ``p_pos``, ``p_neg``, ``p_correct``; solution
+  scores ``prm_min``, ``prm_product``, ``prm_last``, ``prm_mean`` (:mod:`prmkit.evaluate.aggregate`);
+- ORM: ``orm``, P(correct) at the last step's end;
+- label-free, from the base model alone: ``likelihood_mean`` (mean token log-probability of the
+  solution's steps), ``likelihood_min`` (its least likely token), and per step ``base_logp_min``;
+- the label-budget sweep (budget ``B``): ``prmB_min``, ``prmB_product``, ``ormB``.
+
+:func:`evaluate_scored` reads such a file back with :func:`prmkit.evaluate.pool.load_pool` and runs
+:func:`prmkit.evaluate.curves.evaluate_pool` (exact best-of-N and pass@N, Monte-Carlo majority and
+weighted votes, bootstrap CIs), plus the step-level AUROC of the PRM against the oracle's truth
+(``lab.oracle_labels``: ratings +1 and 0 are correct, -1 wrong), overall and per kind of error.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from prmkit.evaluate.aggregate import aggregate
+from prmkit.model.labels import step_scores
+
+PRM_AGGREGATIONS = ("min", "product", "last", "mean")
+LABEL_FREE = ("likelihood_mean", "likelihood_min")
+VOTED = ("prm_min", "prm_product", "orm")
+"""Columns whose reward-weighted vote is estimated (Monte Carlo); the others get best-of-N only."""
+
+
+def annotate(sol, name: str, probs: np.ndarray, neutral: str, with_steps: bool) -> None:
+    """Write one reward model's scores of one solution in place (see the module docstring for names)."""
+    taken = [s for s in sol.steps if s.taken is not None]
+    p = [step_scores(list(row), neutral)["p_correct"] for row in probs]
+    if name.startswith("orm"):
+        if len(probs) == len(taken) and p:
+            sol.scores[name] = p[-1]
+        return
+    if with_steps:
+        for step, row in zip(taken, probs):
+            step.scores.update(step_scores(list(row), neutral))
+    for how in PRM_AGGREGATIONS if with_steps else ("min", "product"):
+        if p:
+            sol.scores[f"{name}_{how}"] = aggregate(p, how)
+
+
+def write_scored(out: Path, cfg, base_dir, pool_file, features_file, probs_files: dict) -> int:
+    """Write the scored records of one pool; ``probs_files`` maps ``"prm@2000"`` etc. to probability files."""
+    import transformers
+
+    from prmkit.io import read_solutions, write_records
+    from prmkit.lab.base import lab_format
+    from prmkit.lab.features import Features, likelihood_scores
+    from prmkit.lab.run import load_probs
+
+    tok = transformers.AutoTokenizer.from_pretrained(base_dir)
+    fmt = lab_format(cfg.base.max_length)
+    sols = list(read_solutions(pool_file))
+    feats = Features.load(features_file)
+    from prmkit.model.formatter import encode
+
+    for sol in sols:
+        spans = encode(tok, sol.problem.problem, sol.texts, fmt).spans
+        d = likelihood_scores(feats.of(sol.id)[:, 0], spans)
+        sol.scores.update({k: d[k] for k in LABEL_FREE if not math.isnan(d[k])})
+        for step, v in zip([s for s in sol.steps if s.taken is not None], d["step_min"]):
+            step.scores["base_logp_min"] = v
+    for name, path in sorted(probs_files.items()):
+        kind, budget = name.split("@")
+        main = int(budget) == cfg.labelled
+        column = kind if main else f"{kind}{budget}"
+        for sol, probs in zip(sols, load_probs(path)):
+            annotate(sol, column, probs, cfg.rm.neutral, with_steps=main and kind == "prm")
+    return write_records(out, sols)
+
+
+def step_auroc(path, score_key: str = "p_correct") -> dict:
+    """AUROC of a step score against the oracle's truth: overall and per oracle reason of the wrong steps."""
+    from prmkit.evaluate.steps import auroc
+    from prmkit.io import read_solutions
+    from prmkit.lab.oracle import oracle_labels
+
+    scores, truth, reasons = [], [], []
+    for sol in read_solutions(path):
+        steps = [s for s in sol.steps if s.taken is not None]
+        for step, lab in zip(steps, oracle_labels(sol)):
+            if score_key in step.scores:
+                scores.append(step.scores[score_key])
+                truth.append(int(lab.rating >= 0))
+                reasons.append(lab.reason)
+    s, y, r = np.asarray(scores, float), np.asarray(truth, int), np.asarray(reasons)
+    if s.size == 0 or y.min() == y.max():
+        return {"auroc": float("nan"), "steps": int(s.size)}
+    by_reason = {}
+    for reason in sorted(set(r[y == 0])):
+        keep = (y == 1) | (r == reason)
+        by_reason[reason] = {"auroc": auroc(s[keep], y[keep]), "wrong_steps": int((r == reason).sum())}
+    return {"auroc": auroc(s, y), "steps": int(s.size), "wrong_steps": int((y == 0).sum()), "by_reason": by_reason}
+
+
+def evaluate_scored(path, cfg, seed: int) -> dict:
+    """Best-of-N curves with CIs for every column, votes, pass@N, the sweep, step AUROC; ``headline`` numbers."""
+    from prmkit.evaluate.curves import default_ns, evaluate_pool
+    from prmkit.evaluate.pool import load_pool
+
+    pool = load_pool(path, answer_key="exact")
+    ns = default_ns(int(pool.sizes.max()))
+    kw = {"ns": ns, "target_se": cfg.vote_target_se, "n_boot": cfg.bootstrap, "seed": seed}
+    result = evaluate_pool(pool, list(VOTED), vote=True, **kw)
+    others = [f"prm_{h}" for h in PRM_AGGREGATIONS if f"prm_{h}" not in VOTED] + list(LABEL_FREE)
+    _merge(result, evaluate_pool(pool, others, vote=False, **kw))
+    sweep = {}
+    for budget in sorted(cfg.label_budgets):
+        cols = [f"prm{budget}_min", f"prm{budget}_product", f"orm{budget}"]
+        if budget != cfg.labelled and all(c in pool.scores for c in cols):  # the sweep scores the eval pool only
+            sweep[budget] = evaluate_pool(pool, cols, vote=False, **kw)["metrics"]
+    result["sweep"] = {str(k): v for k, v in sweep.items()}
+    result["steps"] = {"prm": step_auroc(path, "p_correct"), "likelihood": step_auroc(path, "base_logp_min")}
+    result["headline"] = headline(result)
+    return result
+
+
+def _merge(into: dict, other: dict) -> None:
+    for key in ("curves", "metrics"):
+        into[key].update({k: v for k, v in other[key].items() if k not in into[key]})
+    into["settings"]["columns"] = list(dict.fromkeys(into["settings"]["columns"] + other["settings"]["columns"]))
+
+
+def headline(result: dict) -> dict:
+    """The numbers the lab's targets are about, at the largest N and at 16 (percent; AUROC as a fraction)."""
+    m = result["metrics"]
+    top = max(result["ns"])
+    mid = 16 if 16 in result["ns"] else top
+    out = {}
+    for n in dict.fromkeys([top, mid]):
+        for h in PRM_AGGREGATIONS:
+            out[f"prm_{h}@{n}"] = m[f"bon_acc@{n}[prm_{h}]"]["estimate"]
+        out[f"orm@{n}"] = m[f"bon_acc@{n}[orm]"]["estimate"]
+        out[f"majority@{n}"] = m[f"maj_acc@{n}"]["estimate"]
+        out[f"weighted_prm_min@{n}"] = m[f"weighted_acc@{n}[prm_min]"]["estimate"]
+        out[f"weighted_orm@{n}"] = m[f"weighted_acc@{n}[orm]"]["estimate"]
+        for c in LABEL_FREE:
+            out[f"{c}@{n}"] = m[f"bon_acc@{n}[{c}]"]["estimate"]
+        out[f"label_free@{n}"] = max(out[f"{c}@{n}"] for c in LABEL_FREE)
+        out[f"pass@{n}"] = m[f"pass@{n}"]["estimate"]
+    out["first_sample"] = m["first_acc"]["estimate"]
+    out["prm_step_auroc"] = result["steps"]["prm"]["auroc"]
+    out["likelihood_step_auroc"] = result["steps"]["likelihood"]["auroc"]
+    out["N"] = top
+    return out
+
+
+def sweep_rows(result: dict, labelled: int) -> list[dict]:
+    """Per label budget: PRM (min, product) and ORM best-of-N at the largest N, with the majority for reference."""
+    top = max(result["ns"])
+    m = result["metrics"]
+    rows = defaultdict(dict)
+    for budget, metrics in result.get("sweep", {}).items():
+        rows[int(budget)] = {"prm_min": metrics[f"bon_acc@{top}[prm{budget}_min]"]["estimate"],
+                             "prm_product": metrics[f"bon_acc@{top}[prm{budget}_product]"]["estimate"],
+                             "orm": metrics[f"bon_acc@{top}[orm{budget}]"]["estimate"]}
+    rows[labelled] = {"prm_min": m[f"bon_acc@{top}[prm_min]"]["estimate"],
+                      "prm_product": m[f"bon_acc@{top}[prm_product]"]["estimate"],
+                      "orm": m[f"bon_acc@{top}[orm]"]["estimate"]}
+    maj = m[f"maj_acc@{top}"]["estimate"]
+    return [{"labelled": b, **rows[b], "majority": maj} for b in sorted(rows)]
+
+
+__all__ = ["LABEL_FREE", "PRM_AGGREGATIONS", "annotate", "evaluate_scored", "headline", "step_auroc", "sweep_rows",
+           "write_scored"]

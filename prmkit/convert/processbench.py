@@ -36,6 +36,7 @@ from prmkit.convert.base import (
     DEFAULTS,
     Dropped,
     Options,
+    hard_label,
     linear,
     opt,
     req,
@@ -77,16 +78,8 @@ def first_error(ratings: list[int | None], options: Options) -> int:
     (1, -1)
     """
     for i, rating in enumerate(ratings):
-        if rating == -1:
+        if hard_label(rating, options) is False:  # unrated steps (None) are passed over
             return i
-        if rating == 0:
-            if options.neutral is None:
-                raise ValueError("a neutral (0) step needs an explicit neutral policy: --neutral positive, "
-                                 "negative or drop")
-            if options.neutral == "drop":
-                raise Dropped("neutral step (policy: drop)")
-            if options.neutral == "negative":
-                return i
     return -1
 
 

@@ -245,16 +245,24 @@ def pretrain(solutions, base: BaseConfig, progress: bool = True):
         del order[: base.batch_size]
         ids, attn, labels = lm_batch(batch, tok.pad_token_id)
         loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+        optimizer_step(model, loss, opt, sched)
         losses.append(loss.item())
         bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}", refresh=False)
     model.eval()
     tail = losses[-50:]
     return model, tok, {"final_loss": sum(tail) / len(tail), "parameters": sum(p.numel() for p in model.parameters())}
+
+
+def optimizer_step(model, loss, opt, sched, max_grad_norm: float = 1.0) -> None:
+    """One update of the lab's training loops (base pretraining and the reward models): backward,
+    clip the gradient norm, step the optimiser and the schedule, clear the gradients."""
+    import torch
+
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
+    opt.step()
+    sched.step()
+    opt.zero_grad(set_to_none=True)
 
 
 def load_base(folder: str | os.PathLike):

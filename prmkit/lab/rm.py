@@ -133,6 +133,7 @@ def train_rm(kind: str, solutions, features: Features, base_dir, cfg: RMConfig, 
 
     from tqdm.auto import tqdm
 
+    from prmkit.lab.base import optimizer_step
     from prmkit.model.heads import soft_cross_entropy
     from prmkit.train.data import build_examples, collate
 
@@ -165,11 +166,7 @@ def train_rm(kind: str, solutions, features: Features, base_dir, cfg: RMConfig, 
         feats = _feature_batch([examples[i] for i in pick], features, [sid[i] for i in pick])
         logits = model(batch["input_ids"], batch["attention_mask"], batch["positions"], feats)
         loss = soft_cross_entropy(logits, batch["targets"], batch["mask"]) / batch["mask"].sum().clamp(min=1)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad(set_to_none=True)
+        optimizer_step(model, loss, opt, sched)
         losses.append(loss.item())
         bar.set_postfix(loss=f"{np.mean(losses[-20:]):.3f}", refresh=False)
     model.eval()

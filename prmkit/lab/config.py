@@ -24,6 +24,7 @@ from prmkit.lab.domain import OOD, LedgerConfig, config_hash
 from prmkit.lab.generator import GeneratorConfig
 from prmkit.lab.labellers import LabellerConfig
 from prmkit.lab.rm import RMConfig
+from prmkit.lab.study.config import ActiveConfig, BudgetConfig, SyntheticConfig
 
 SPLITS = ("eval", "train", "ood", "pretrain")
 """Pools the lab generates: held-out evaluation, solutions to label, the held-out family, and
@@ -71,6 +72,12 @@ class LabConfig:
     """Monte-Carlo standard error aimed at by majority and weighted voting."""
     bootstrap: int = 1000
     """Bootstrap resamples (over problems) of every 95% confidence interval."""
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+    """``prmkit lab study budget``: the label-budget curve."""
+    active: ActiveConfig = field(default_factory=ActiveConfig)
+    """``prmkit lab study active``: convincing-wrong-answer selection against uniform."""
+    synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
+    """``prmkit lab study synthetic``: a large PRM labels data for small reward models."""
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -141,7 +148,8 @@ def _coerce(current, value, key: str):
 
 PRESETS = {
     "quick": LabConfig(name="quick", eval_problems=40, eval_samples=16, train_problems=500, train_samples=4,
-                       ood_problems=20, ood_samples=16, bootstrap=500),
+                       ood_problems=20, ood_samples=16, bootstrap=500,
+                       budget=BudgetConfig.quick(), active=ActiveConfig.quick(), synthetic=SyntheticConfig.quick()),
     "default": LabConfig(),
     "full": LabConfig(name="full", train_problems=2000, train_samples=4, label_budgets=(500, 2000)),
 }

@@ -182,28 +182,38 @@ def job_rm(out: Path, kind: str, budget: int, cfg: LabConfig, seed: int, base_di
            feat_dirs: dict, progress: bool, pools: tuple[str, ...] = POOLS) -> dict:
     """Train one reward model on the first ``budget`` labelled solutions, then score ``pools`` with it."""
     from prmkit.io import read_solutions
-    from prmkit.lab.base import lab_format
+
+    name = "labelled" if kind == "prm" else "train"
+    sols = list(read_solutions(Path(data_dir) / f"{name}.jsonl.gz"))[:budget]
+    targets = {p: (str(Path(data_dir) / f"{p}.jsonl.gz"), feat_dirs[p]) for p in pools}
+    info = train_and_score(out, kind, sols, feat_dirs["train"], cfg, seed, base_dir, targets, progress,
+                           desc=f"train {kind} ({budget} labels, seed {seed})")
+    return {**info, "budget": budget}
+
+
+def train_and_score(out: Path, kind: str, sols: list, train_features: str, cfg: LabConfig, seed: int, base_dir: str,
+                    pools: dict[str, tuple[str, str]], progress: bool, desc: str = "") -> dict:
+    """Train a ``kind`` reward model on ``sols`` and save it in ``out`` (``model.pt``, ``rm.json``); score
+    each pool (name -> (solutions file, features folder)) into ``out/probs-<name>.npz``."""
+    from prmkit.io import read_solutions
+    from prmkit.lab.base import lab_format, load_base
     from prmkit.lab.features import Features
     from prmkit.lab.rm import rm_probabilities, save_rm, train_rm
 
     _init_worker()
     fmt = lab_format(cfg.base.max_length)
-    name = "labelled" if kind == "prm" else "train"
-    sols = list(read_solutions(Path(data_dir) / f"{name}.jsonl.gz"))[:budget]
     start = time.perf_counter()
-    model, info = train_rm(kind, sols, Features.load(Path(feat_dirs["train"]) / "features.npz"), base_dir, cfg.rm,
-                           seed, fmt, progress=progress, desc=f"train {kind} ({budget} labels, seed {seed})")
+    model, info = train_rm(kind, sols, Features.load(Path(train_features) / "features.npz"), base_dir, cfg.rm,
+                           seed, fmt, progress=progress, desc=desc)
     save_rm(out, model, info, cfg.rm)
     train_seconds = time.perf_counter() - start
-    from prmkit.lab.base import load_base
-
     tok = load_base(base_dir)[1]
-    for pool in pools:
-        pool_sols = list(read_solutions(Path(data_dir) / f"{pool}.jsonl.gz"))
-        feats = Features.load(Path(feat_dirs[pool]) / "features.npz")
-        probs = rm_probabilities(model, tok, pool_sols, feats, fmt, progress=progress, desc=f"score {pool} ({kind})")
-        save_probs(out / f"probs-{pool}.npz", probs)
-    return {"final_loss": info["final_loss"], "examples": info["data"]["examples"], "budget": budget,
+    for name, (pool_file, feat_dir) in pools.items():
+        pool_sols = list(read_solutions(pool_file))
+        feats = Features.load(Path(feat_dir) / "features.npz")
+        probs = rm_probabilities(model, tok, pool_sols, feats, fmt, progress=progress, desc=f"score {name} ({kind})")
+        save_probs(out / f"probs-{name}.npz", probs)
+    return {"final_loss": info["final_loss"], "examples": info["data"]["examples"],
             "train_seconds": round(train_seconds, 1), "score_seconds": round(time.perf_counter() - start - train_seconds, 1)}
 
 
@@ -309,4 +319,4 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     return summary
 
 
-__all__ = ["budgets", "config_hash", "key_of", "run_job", "run_lab"]
+__all__ = ["budgets", "config_hash", "key_of", "run_job", "run_lab", "train_and_score"]

@@ -1,0 +1,158 @@
+"""What the lab's studies share: jobs that train and score reward models, best-of-N per problem, slope fits.
+
+The maths is pure and property-tested (``tests/test_lab_study_core.py``):
+
+- :func:`bon_per_problem`: exact best-of-N expectation of each problem from step probabilities, the
+  estimator of :mod:`prmkit.evaluate.bon` (ties split, answerless samples never right);
+- :func:`log_fit`: least squares of accuracy against ``log(labels)``, the paper's best-fit line;
+- :func:`slope_ratio`: the paper's data-efficiency factor, the ratio of two such slopes, with a 95%
+  bootstrap interval that resamples seeds and, within each seed, held-out problems (the same problems
+  for every budget and both arms, so the comparison stays paired).
+
+The jobs follow ``prmkit lab run``'s mechanism (:func:`prmkit.lab.run.run_job`): outputs in a folder
+renamed into place, skipped on a rerun whose key matches.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from prmkit.lab.run import POOLS, load_probs, run_job, save_probs  # noqa: F401  (re-exported for the studies)
+
+AGGREGATION = "min"
+"""The solution score every study ranks by: the lab's PRM score chosen before any run (``docs/lab.md``)."""
+
+
+def solution_scores(probs: list[np.ndarray], how: str = AGGREGATION) -> np.ndarray:
+    """One score per solution from ``[steps, 2]`` (positive, negative) probabilities; -inf for no steps.
+
+    >>> solution_scores([np.array([[0.9, 0.1], [0.6, 0.4]]), np.zeros((0, 2))]).tolist()
+    [0.6, -inf]
+    """
+    from prmkit.evaluate.aggregate import aggregate
+
+    return np.array([aggregate(p[:, 0], how) if len(p) else -np.inf for p in probs], dtype=float)
+
+
+def grouped(solutions) -> list[list[int]]:
+    """Indices of ``solutions`` grouped by problem id, in order of first appearance."""
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(solutions):
+        groups.setdefault(s.problem.id or s.problem.problem, []).append(i)
+    return list(groups.values())
+
+
+def bon_per_problem(solutions, scores: np.ndarray, n: int) -> np.ndarray:
+    """Exact best-of-``n`` accuracy of every problem (in :func:`grouped` order), ranking by ``scores``.
+
+    ``n`` larger than a problem's samples is that problem's best-of-all.
+    """
+    from prmkit.evaluate.bon import exact_bon
+    from prmkit.evaluate.pool import pool_from_lists
+
+    groups = grouped(solutions)
+    answers = [[solutions[i].answer for i in g] for g in groups]
+    correct = [[solutions[i].grade == "correct" for i in g] for g in groups]
+    score = [[float(scores[i]) for i in g] for g in groups]
+    pool = pool_from_lists(answers, correct, {"s": score}, answer_key="exact")
+    m = int(pool.sizes.max())
+    return exact_bon(pool, "s", [min(n, m)])[0]
+
+
+def log_fit(labels, accuracy) -> tuple[float, float]:
+    """(slope, intercept) of the least-squares line ``accuracy = intercept + slope * ln(labels)``.
+
+    >>> s, c = log_fit([10, 100, 1000], [0.2, 0.4, 0.6])
+    >>> round(float(s * np.log(10)), 6), round(float(c + s * np.log(10)), 6)
+    (0.2, 0.2)
+    """
+    x = np.log(np.asarray(labels, dtype=float))
+    y = np.asarray(accuracy, dtype=float)
+    if x.size < 2 or np.ptp(x) == 0:
+        raise ValueError("a slope needs at least two distinct label counts")
+    slope, intercept = np.polyfit(x, y, 1)
+    return float(slope), float(intercept)
+
+
+def slope_ratio(labels, arm: np.ndarray, baseline: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
+    """The data-efficiency factor ``slope(arm) / slope(baseline)`` of accuracy against ``ln(labels)``.
+
+    ``arm`` and ``baseline`` are ``[seeds, budgets, problems]`` per-problem accuracies (problems paired
+    across budgets and arms within a seed). The point estimate fits the seed- and problem-mean curves;
+    the 95% interval comes from ``n_boot`` resamples of seeds and, within each, of problems. A baseline
+    slope at or below zero has no meaningful ratio: such resamples count as infinite (reported).
+    """
+    arm, baseline = np.asarray(arm, float), np.asarray(baseline, float)
+    if arm.shape != baseline.shape or arm.ndim != 3 or arm.shape[1] != len(labels):
+        raise ValueError(f"arm and baseline must both be [seeds, budgets={len(labels)}, problems], "
+                         f"got {arm.shape} and {baseline.shape}")
+
+    def ratio(a_curve, b_curve) -> float:
+        sa, sb = log_fit(labels, a_curve)[0], log_fit(labels, b_curve)[0]
+        return sa / sb if sb > 0 else np.inf
+
+    point = ratio(arm.mean(axis=(0, 2)), baseline.mean(axis=(0, 2)))
+    rng = np.random.default_rng(seed)
+    n_seeds, _, n_problems = arm.shape
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        seeds = rng.integers(0, n_seeds, n_seeds)
+        probs = rng.integers(0, n_problems, (n_seeds, n_problems))
+        a = np.mean([arm[s][:, p] for s, p in zip(seeds, probs)], axis=(0, 2))
+        c = np.mean([baseline[s][:, p] for s, p in zip(seeds, probs)], axis=(0, 2))
+        boots[b] = ratio(a, c)
+    lo, hi = np.quantile(boots, [0.025, 0.975], method="inverted_cdf")  # no interpolation: inf may be a bound
+    per_seed = [ratio(arm[s].mean(axis=1), baseline[s].mean(axis=1)) for s in range(n_seeds)]
+    return {"factor": point, "ci95": [float(lo), float(hi)], "per_seed": [float(x) for x in per_seed],
+            "slope_arm": log_fit(labels, arm.mean(axis=(0, 2)))[0],
+            "slope_baseline": log_fit(labels, baseline.mean(axis=(0, 2)))[0],
+            "non_positive_baseline_share": float(np.mean(~np.isfinite(boots))), "n_boot": n_boot}
+
+
+def mean_ci(per_seed_problem, n_boot: int = 2000, seed: int = 0) -> dict:
+    """Mean accuracy over ``[seeds, problems]`` with a 95% interval resampling seeds, then problems."""
+    x = np.asarray(per_seed_problem, float)
+    rng = np.random.default_rng(seed)
+    n_seeds, n_problems = x.shape
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        seeds = rng.integers(0, n_seeds, n_seeds)
+        boots[b] = np.mean([x[s, rng.integers(0, n_problems, n_problems)].mean() for s in seeds])
+    lo, hi = np.quantile(boots, [0.025, 0.975])
+    return {"mean": float(x.mean()), "ci95": [float(lo), float(hi)], "per_seed": [float(v) for v in x.mean(axis=1)]}
+
+
+# --- jobs ---------------------------------------------------------------------------------------------
+
+def job_train_score(out: Path, kind: str, train_file: str, train_features: str, cfg, seed: int, base_dir: str,
+                    pools: dict, progress: bool = False) -> dict:
+    """Train a lab reward model on every solution of ``train_file``; score ``pools`` (name -> (file, features)).
+
+    ``kind`` is ``prm`` (step ratings) or ``orm`` (the outcome each record carries, else its grade:
+    :func:`prmkit.train.data.build_examples`'s ``outcome_source="auto"``). Writes ``model.pt``,
+    ``rm.json`` and ``probs-<name>.npz``.
+    """
+    from prmkit.io import read_solutions
+    from prmkit.lab.run import train_and_score
+
+    sols = list(read_solutions(train_file))
+    return train_and_score(out, kind, sols, train_features, cfg, seed, base_dir, pools, progress,
+                           desc=f"train {kind} ({len(sols)} labels, seed {seed})")
+
+
+def study_dir(run_dir, name: str) -> Path:
+    return Path(run_dir) / f"study-{name}"
+
+
+def write_json(path: Path, value) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".part")
+    tmp.write_text(json.dumps(value, indent=2, default=float) + "\n")
+    tmp.replace(path)
+
+
+__all__ = ["AGGREGATION", "bon_per_problem", "grouped", "job_train_score", "log_fit", "mean_ci", "slope_ratio",
+           "solution_scores", "study_dir", "write_json"]

@@ -25,3 +25,15 @@ def shared_data() -> Path:
     if not path.is_dir():
         pytest.skip(f"real data not found at {path} (set PRMKIT_SHARED_DATA to run these tests)")
     return path
+
+
+@pytest.fixture
+def lab_cache(tmp_path_factory, monkeypatch) -> Path:
+    """A ``PRMKIT_CACHE`` shared by every lab test of this session (all xdist workers), so the lab's base
+    model is pretrained once per session rather than once per test; ``tests/test_lab_run.py`` keeps its own
+    empty cache on purpose (it tests pretraining from nothing)."""
+    root = tmp_path_factory.getbasetemp()
+    shared = (root.parent if os.environ.get("PYTEST_XDIST_WORKER") else root) / "prmkit-lab-cache"
+    shared.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("PRMKIT_CACHE", str(shared))
+    return shared

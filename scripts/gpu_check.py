@@ -1,0 +1,166 @@
+"""Prove the GPU path: bf16 training and scoring of a small (not tiny) model, through the same commands as on a CPU.
+
+    python scripts/gpu_check.py --out runs/gpu-check             # on a machine with a CUDA GPU
+    python scripts/gpu_check.py --out /tmp/gc --size tiny --steps 20   # a dry run of the same path on a CPU
+
+What it does, each stage timed and written to ``OUT/gpu_check.json``:
+
+1. lab data: 2,000 training solutions labelled by the simulated labellers, a held-out pool of
+   100 problems x 16 samples labelled exactly by the oracle (for step AUROC and best-of-16);
+2. a base model *folder*: a Qwen2-style config (``--size small``: 8 layers, width 512, ~26M parameters)
+   with a tokenizer trained on the data, saved with ``save_pretrained``, so training goes through the real
+   ``from_pretrained`` path;
+3. ``prmkit train prm`` and ``prmkit train orm`` (bf16 autocast on CUDA: ``--mixed-precision auto``),
+   through ``accelerate launch`` with every visible GPU as one process;
+4. ``prmkit score`` of the held-out pool with both models (bf16 on CUDA), then step AUROC against the
+   oracle and best-of-16 of PRM, ORM and majority voting;
+5. the GPU-marked tests (``-k gpu``): CPU and GPU scores agree; a bf16 run trains and saves.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SIZES = {
+    "small": {"hidden_size": 512, "intermediate_size": 1536, "num_hidden_layers": 8, "num_attention_heads": 8,
+              "num_key_value_heads": 2},
+    "tiny": {},  # the tiny-qwen2 preset as it is
+}
+
+
+def sh(cmd: list[str], log: Path, **kw) -> float:
+    """Run ``cmd`` from the repository root, output appended to ``log``; return its wall seconds."""
+    start = time.perf_counter()
+    with open(log, "a") as f:
+        f.write(f"\n$ {' '.join(cmd)}\n")
+        f.flush()
+        done = subprocess.run(cmd, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT, check=False, **kw)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"failed ({done.returncode}) after {seconds:.0f} s: {' '.join(cmd)}; see {log}")
+    return seconds
+
+
+def make_data(out: Path) -> dict:
+    from prmkit.io import write_records
+    from prmkit.lab import label, oracle_label, preset
+    from prmkit.lab.pools import generate_pool
+
+    cfg = preset("default")
+    train = label(generate_pool(cfg, 0, "train"), cfg.labellers, seed=0)
+    held = [oracle_label(s) for s in generate_pool(cfg, 0, "eval", problems=100, samples=16)]
+    write_records(out / "train.jsonl", train)
+    write_records(out / "heldout.jsonl", held)
+    return {"train": len(train), "heldout": len(held)}
+
+
+def make_base(out: Path, size: str) -> dict:
+    import transformers
+
+    from prmkit.io import read_solutions
+    from prmkit.model.tiny import preset_config, train_tokenizer
+
+    texts = [s.problem.problem + "\n" + "\n".join(s.texts) for s in read_solutions(out / "train.jsonl")]
+    tok = train_tokenizer(texts, vocab_size=1024)
+    config = preset_config("tiny-qwen2", len(tok), tok, **SIZES[size])
+    model = transformers.AutoModelForCausalLM.from_config(config)
+    model.save_pretrained(out / "base")
+    tok.save_pretrained(out / "base")
+    return {"parameters": sum(p.numel() for p in model.parameters()), "config": SIZES[size] or "tiny-qwen2"}
+
+
+def launcher(gpus: int) -> list[str]:
+    if gpus == 0:
+        return [sys.executable, "-m", "prmkit"]
+    return [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(gpus), "--mixed_precision",
+            "bf16", "--dynamo_backend", "no", "-m", "prmkit"]
+
+
+def train(out: Path, kind: str, args, gpus: int, log: Path) -> dict:
+    cmd = [*launcher(gpus), "train", kind, "--data", str(out / "train.jsonl"), "--eval-data", str(out / "heldout.jsonl"),
+           "--base-model", str(out / "base"), "--out", str(out / kind), "--max-steps", str(args.steps),
+           "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", "20", "--eval-every", "0",
+           "--save-every", "0", "--progress", "false", "--cpu-threads", "0"]
+    seconds = sh(cmd, log)
+    rows = [json.loads(x) for x in (out / kind / "metrics.jsonl").read_text().splitlines()]
+    final = {k: v for r in rows for k, v in r.items()}
+    examples = args.steps * args.batch_size * max(gpus, 1)
+    return {"wall_seconds": round(seconds, 1), "examples_per_second_incl_startup": round(examples / seconds, 1),
+            "final": {k: final[k] for k in sorted(final) if k.startswith(("step_", "loss", "eval"))}}
+
+
+def score(out: Path, kind: str, gpus: int, log: Path) -> dict:
+    target = out / f"scored-{kind}.jsonl"
+    source = out / "heldout.jsonl" if kind == "prm" else out / "scored-prm.jsonl"
+    seconds = sh([*launcher(gpus), "score", "--model", str(out / kind), str(source), str(target),
+                  "--progress", "false", "--batch-size", "64", "--cpu-threads", "0"], log)
+    n = sum(1 for _ in open(source))
+    return {"wall_seconds": round(seconds, 1), "solutions": n, "solutions_per_second_incl_startup": round(n / seconds, 1)}
+
+
+def evaluate(out: Path) -> dict:
+    import numpy as np
+
+    from prmkit.evaluate.curves import evaluate_pool
+    from prmkit.evaluate.pool import load_pool
+    from prmkit.evaluate.steps import auroc
+    from prmkit.io import read_solutions
+
+    p, y = [], []
+    for s in read_solutions(out / "scored-orm.jsonl"):
+        for st in s.steps:
+            p.append(st.scores["p_correct"])
+            y.append(1 if st.rating >= 0 else 0)
+    pool = load_pool(out / "scored-orm.jsonl", answer_key="exact")
+    result = evaluate_pool(pool, ["prm_min", "orm"], ns=[1, 4, 16], vote=False, n_boot=200, seed=0)
+    m = result["metrics"]
+    return {"step_auroc_vs_oracle": auroc(np.array(p), np.array(y)),
+            **{k: round(100 * m[k]["estimate"], 1) for k in ("bon_acc@16[prm_min]", "bon_acc@16[orm]", "maj_acc@16",
+                                                               "pass@16", "first_acc") if k in m}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True, help="output folder (results in gpu_check.json, commands in log.txt)")
+    ap.add_argument("--size", choices=sorted(SIZES), default="small", help="base model size")
+    ap.add_argument("--steps", type=int, default=400, help="optimiser steps of each reward model")
+    ap.add_argument("--batch-size", type=int, default=32, help="solutions per micro-batch per process")
+    ap.add_argument("--lr", type=float, default=3e-4, help="peak learning rate")
+    ap.add_argument("--tests", choices=("true", "false"), default="true", help="also run the GPU-marked tests")
+    args = ap.parse_args()
+    import torch
+
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "log.txt"
+    gpus = torch.cuda.device_count()
+    res: dict = {"torch": torch.__version__, "cuda": torch.version.cuda, "gpus": gpus,
+                 "device": torch.cuda.get_device_name(0) if gpus else "cpu",
+                 "bf16": bool(gpus and torch.cuda.is_bf16_supported()), "args": vars(args)}
+    stages = [("data", lambda: make_data(out)), ("base", lambda: make_base(out, args.size)),
+              ("train_prm", lambda: train(out, "prm", args, gpus, log)),
+              ("train_orm", lambda: train(out, "orm", args, gpus, log)),
+              ("score_prm", lambda: score(out, "prm", gpus, log)), ("score_orm", lambda: score(out, "orm", gpus, log)),
+              ("evaluate", lambda: evaluate(out))]
+    if args.tests == "true":
+        stages.append(("gpu_tests", lambda: {"wall_seconds": round(sh(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "gpu",
+             "tests/test_score_equivalence.py", "tests/test_train_ddp.py"], log), 1)}))
+    for name, fn in stages:
+        start = time.perf_counter()
+        res[name] = fn()
+        print(f"{name}: {time.perf_counter() - start:.1f} s {json.dumps(res[name])}", flush=True)
+        (out / "gpu_check.json").write_text(json.dumps(res, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    sys.exit(main())

@@ -48,7 +48,9 @@ def grouped(solutions) -> list[list[int]]:
 def bon_per_problem(solutions, scores: np.ndarray, n: int) -> np.ndarray:
     """Exact best-of-``n`` accuracy of every problem (in :func:`grouped` order), ranking by ``scores``.
 
-    ``n`` larger than a problem's samples is that problem's best-of-all.
+    As everywhere in :mod:`prmkit.evaluate`, problems are padded with empty slots to the largest
+    problem's pool (the released protocol); the lab's pools have equal sizes, so this only matters for
+    a pool with missing samples. ``n`` is capped at that size.
     """
     from prmkit.evaluate.bon import exact_bon
     from prmkit.evaluate.pool import pool_from_lists
@@ -59,7 +61,7 @@ def bon_per_problem(solutions, scores: np.ndarray, n: int) -> np.ndarray:
     score = [[float(scores[i]) for i in g] for g in groups]
     pool = pool_from_lists(answers, correct, {"s": score}, answer_key="exact")
     m = int(pool.sizes.max())
-    return exact_bon(pool, "s", [min(n, m)])[0]
+    return exact_bon(pool, "s", [min(n, m)])[:, 0]  # (problems, ns): the column of this n, one value per problem
 
 
 def log_fit(labels, accuracy) -> tuple[float, float]:
@@ -92,7 +94,7 @@ def slope_ratio(labels, arm: np.ndarray, baseline: np.ndarray, n_boot: int = 200
 
     def ratio(a_curve, b_curve) -> float:
         sa, sb = log_fit(labels, a_curve)[0], log_fit(labels, b_curve)[0]
-        return sa / sb if sb > 0 else np.inf
+        return sa / sb if sb > 1e-12 else np.inf  # a flat baseline fits a slope of ~1e-17, not 0
 
     point = ratio(arm.mean(axis=(0, 2)), baseline.mean(axis=(0, 2)))
     rng = np.random.default_rng(seed)

@@ -58,7 +58,7 @@ def test_every_flag_has_help_and_every_command_examples():
     parser = build_parser()
     lab = parser._subparsers._group_actions[0].choices["lab"]
     commands = lab._subparsers._group_actions[0].choices
-    assert set(commands) == {"generate", "label", "stats", "run"}
+    assert set(commands) == {"generate", "label", "stats", "run", "study"}
     for cmd in [lab, *commands.values()]:
         assert "examples:" in cmd.epilog
         for action in cmd._actions:

@@ -1,5 +1,6 @@
 """``prmkit lab``: the synthetic ledger domain: generate pools, label them with simulated people, report rates,
-and ``prmkit lab run``, the project's end-to-end job (PRM against ORM, majority and a label-free baseline).
+``prmkit lab run``, the project's end-to-end job (PRM against ORM, majority and a label-free baseline), and
+``prmkit lab study active|synthetic|budget``, the paper's small-scale studies (:mod:`prmkit.lab.study`).
 
 The commands parse arguments and call :mod:`prmkit.lab`. Configuration: a preset (quick, default,
 full), then ``--set key=value`` overrides of any field (``generator.check_rate=0.1``,
@@ -26,6 +27,7 @@ examples:
   prmkit lab stats --preset default --seed 0
   prmkit lab stats eval.jsonl.gz
   prmkit lab run --preset default --seeds 0,1,2
+  prmkit lab study budget --preset default --seeds 0,1,2
 
 `docs/lab.md` describes the domain, the failure modes and the simulated labellers.
 """
@@ -78,6 +80,27 @@ Stages: data (generate, label) -> base (pretrain a tiny LM, cached in $PRMKIT_CA
 -> evaluate (best-of-N, votes, pass@N, CIs, step AUROC) -> report (RUN_DIR/report.html). A rerun skips
 every finished stage whose inputs did not change, so an interrupted run resumes where it stopped.
 """
+
+
+STUDY_EPILOG = """\
+examples:
+  prmkit lab study budget                         (default preset, seeds 0,1,2, into runs/lab-default/study-budget)
+  prmkit lab study active --preset quick --seeds 0  (the test suite's size: a few minutes)
+  prmkit lab study synthetic --set synthetic.threshold=0.5
+  prmkit lab study budget --set budget.budgets=250,1000,4000 --set budget.rm_steps=300 --out runs/budget-wide
+
+Studies (docs/study-budget.md and the lab report):
+  budget     PRM and ORM trained at several label budgets; accuracy against log(labels), best-fit lines,
+             the data-efficiency factor as the ratio of their slopes, with CIs over seeds
+  active     convincing-wrong-answer selection against uniform at equal labels, over generations
+  synthetic  a large PRM labels fresh samples; small PRM / ORM / answer-check models at equal budgets
+
+Each study writes RUN_DIR/study-<name>/ (summary.json, report.html, section.html, figures/); a rerun
+skips every finished job. When RUN_DIR holds a finished `prmkit lab run`, its report.html is re-rendered
+with the study's section.
+"""
+
+STUDIES = ("active", "budget", "synthetic")
 
 
 def _overrides(pairs: list[str]) -> dict[str, str]:
@@ -164,6 +187,33 @@ def cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _study_command(args: argparse.Namespace) -> str:
+    parts = [f"prmkit lab study {args.study}", f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
+    parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
+    parts.append(f"--out {shlex.quote(str(args.out))}")
+    return " ".join(parts)
+
+
+def cmd_study(args: argparse.Namespace) -> int:
+    import importlib
+
+    from prmkit.lab.report import refresh_lab_report
+
+    cfg = _config(args)
+    if args.out is None:
+        args.out = f"runs/lab-{args.preset}"
+    module = importlib.import_module(f"prmkit.lab.study.{args.study}")  # lazily: each study imports torch
+    module.run_study(cfg, args.seeds, args.out, jobs=args.jobs, progress=args.progress, command=_study_command(args))
+    study, lab_report = os.path.join(args.out, f"study-{args.study}"), os.path.join(args.out, "report.html")
+    section = os.path.join(study, "section.html")
+    stale = os.path.exists(section) and (not os.path.exists(lab_report)
+                                         or os.path.getmtime(lab_report) < os.path.getmtime(section))
+    if (stale and refresh_lab_report(args.out)) or (os.path.exists(lab_report) and not stale):
+        print(f"lab report: {lab_report} (with the study's section)")
+    print(f"study report: {os.path.join(study, 'report.html')}")
+    return 0
+
+
 def _seeds(text: str) -> list[int]:
     try:
         seeds = [int(x) for x in text.replace(",", " ").split()]
@@ -247,3 +297,23 @@ def register(subparsers) -> None:
                    help="delete RUN_DIR first and rerun every stage (the cached base model is kept)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("study", help="the paper's small-scale studies: active learning, synthetic supervision, "
+                                     "label budget", formatter_class=HelpFormatter, epilog=STUDY_EPILOG,
+                       description="Run one of the paper's small-scale studies in the lab, with every seed's data "
+                                   "and models kept, numbers with CIs over seeds, figures and a report section.")
+    p.add_argument("study", choices=STUDIES, help="which study (see below)")
+    p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
+                   help="quick: the test suite's size, a few minutes; default: the study's full size (at most "
+                        "30 min on 2 cores); full: the full preset's pools")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, dotted (budget.budgets=250,1000,4000, budget.rm_steps=300, "
+                        "active.candidates=16, synthetic.threshold=0.5); repeatable")
+    p.add_argument("--seeds", type=_seeds, default=[0, 1, 2], metavar="S,S,...",
+                   help="seeds to run (each its own data, labels and reward models; CIs are over seeds and problems)")
+    p.add_argument("--out", default=None, metavar="RUN_DIR",
+                   help="run folder; the study writes RUN_DIR/study-<name>/ (default: runs/lab-<preset>)")
+    p.add_argument("--jobs", type=int, default=2, help="worker processes for the heavy stages (one torch thread each)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                   help="progress bars per stage (--no-progress for logs)")
+    p.set_defaults(func=cmd_study)

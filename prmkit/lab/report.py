@@ -3,7 +3,8 @@
 Sections: the command that reproduces the run; the targets of the issue checked per seed; a table of
 the headline numbers per seed (held-out pool and OOD family) with 95% bootstrap CIs; best-of-N
 figures per seed; the label-budget sweep when the run has one; step-level AUROC per kind of error;
-wall time per stage; every number at every N (from :mod:`prmkit.evaluate.report`); the configuration.
+wall time per stage; the sections of the studies run in the same folder (``study-*/section.html``,
+see :mod:`prmkit.lab.study`); every number at every N (from :mod:`prmkit.evaluate.report`); the configuration.
 """
 
 from __future__ import annotations
@@ -167,6 +168,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
                   _table(["seed", "labelled", "PRM min", "PRM product", "ORM", "majority"], rows), _figure(Path(sweep_fig))]
     parts += ["<h2>Step-level AUROC of the PRM per kind of error (held-out pool)</h2>", _reason_table(results)]
     parts += ["<h2>Wall time per stage</h2>", _timings_table(timings)]
+    parts += study_sections(run_dir)
     for s in seeds:
         for p in ("eval", "ood"):
             result = dict(results[s][p], source=[f"seed {s}, {p} pool"])
@@ -179,6 +181,64 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
             "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
                                  "sweep": sweeps[s]} for s in seeds},
             "targets": {str(s): checks[s] for s in seeds}}
+
+
+def study_sections(run_dir) -> list[str]:
+    """A "Studies" heading and every ``RUN_DIR/study-*/section.html`` verbatim, sorted by name ([] if none)."""
+    found = sorted(Path(run_dir).glob("study-*/section.html"))
+    if not found:
+        return []
+    names = ", ".join(f"<code>prmkit lab study {html.escape(p.parent.name[len('study-'):])}</code>" for p in found)
+    return ["<h2>Studies</h2>", (f"<p class='note'>Run in this folder: {names}; each has its own "
+            f"<code>study-&lt;name&gt;/report.html</code> and <code>summary.json</code>.</p>"),
+            *(p.read_text() for p in found)]
+
+
+def config_from_dict(d: dict, like=None):
+    """A :class:`~prmkit.lab.config.LabConfig` back from ``dataclasses.asdict`` through JSON (``config.json``).
+
+    >>> from prmkit.lab.config import preset
+    >>> cfg = preset("full").replace({"budget.budgets": "10,20"})
+    >>> config_from_dict(json.loads(json.dumps(dataclasses.asdict(cfg)))) == cfg
+    True
+    """
+    from prmkit.lab.config import LabConfig
+
+    like = LabConfig() if like is None else like
+    kw = {}
+    for f in dataclasses.fields(like):
+        if f.name not in d:
+            continue
+        current, value = getattr(like, f.name), d[f.name]
+        if dataclasses.is_dataclass(current):
+            kw[f.name] = config_from_dict(value, current)
+        elif isinstance(current, tuple):
+            kw[f.name] = _tuples(value)
+        else:
+            kw[f.name] = value
+    return dataclasses.replace(like, **kw)
+
+
+def _tuples(value):
+    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def refresh_lab_report(run_dir) -> bool:
+    """Re-render ``RUN_DIR/report.html`` of a finished lab run (so it shows new study sections).
+
+    Reads the run's ``summary.json`` (command, seeds, timings) and ``config.json``; returns False, doing
+    nothing, where the folder holds no finished lab run (a study run on its own).
+    """
+    run_dir = Path(run_dir)
+    summary_file, config_file = run_dir / "summary.json", run_dir / "config.json"
+    if not summary_file.is_file() or not config_file.is_file():
+        return False
+    summary = json.loads(summary_file.read_text())
+    if "seeds" not in summary or "timings" not in summary:
+        return False
+    cfg = config_from_dict(json.loads(config_file.read_text()))
+    write_lab_report(run_dir, cfg, summary["seeds"], summary["timings"], summary.get("command", ""))
+    return True
 
 
 def _reason_table(results: dict) -> str:
@@ -196,4 +256,5 @@ def _reason_table(results: dict) -> str:
             + _table(["error (oracle reason)"] + [f"seed {s}" for s in seeds], rows))
 
 
-__all__ = ["AUROC_TARGET", "TARGETS", "check_targets", "write_lab_report"]
+__all__ = ["AUROC_TARGET", "TARGETS", "check_targets", "config_from_dict", "refresh_lab_report", "study_sections",
+           "write_lab_report"]

@@ -12,55 +12,154 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class BudgetConfig:
-    """The label-budget curve: PRM and ORM trained on several numbers of labelled solutions."""
+    """The label-budget curve: PRM and ORM trained on several numbers of labelled solutions.
 
-    budgets: tuple[int, ...] = field(default=(250, 500, 1000, 2000), metadata={
+    Per seed, ``max(budgets)`` solutions of the train split (``samples_per_problem`` per problem, then
+    shuffled) are rated by the simulated labellers; the PRM learns from the first ``B`` phase-2 records
+    and the ORM from the final-answer grades of the same ``B`` solutions, for every budget ``B`` (nested
+    prefixes of one pool). Every reward model takes ``rm_steps`` optimiser steps, whatever its budget, so
+    only the labels differ along the curve. The default keeps the lab's 300 steps: at 150 one seed's PRM
+    curve was not even monotone (best-of-32: 73.6 / 49.1 / 63.7% at 500 / 1,000 / 2,000 labels), and at
+    80 steps the active-learning study saw some PRMs never learn to use the surprise features.
+    """
+
+    budgets: tuple[int, ...] = field(default=(250, 1000, 4000), metadata={
         "help": "numbers of labelled solutions (each a prefix of one shuffled labelled pool)"})
-    n: int = field(default=64, metadata={"help": "best-of-N at this N (at most the eval pool's samples)"})
+    n: int = field(default=16, metadata={"help": "best-of-N at this N (above eval_samples: best of all samples)"})
+    samples_per_problem: int = field(default=4, metadata={
+        "help": "samples per training problem in the labelled pool (max(budgets) / this problems)"})
+    eval_problems: int = field(default=200, metadata={"help": "held-out problems per seed for best-of-N"})
+    eval_samples: int = field(default=16, metadata={"help": "samples per held-out problem"})
+    rm_steps: int = field(default=0, metadata={
+        "help": "optimiser steps of every reward model (0: rm.steps, the lab's 300); the same for both kinds and "
+                "all budgets"})
 
     def __post_init__(self):
-        object.__setattr__(self, "budgets", tuple(int(b) for b in self.budgets))
+        object.__setattr__(self, "budgets", tuple(sorted({int(b) for b in self.budgets})))
         if len(self.budgets) < 2 or min(self.budgets) < 1:
-            raise ValueError(f"budget.budgets needs at least two positive sizes, got {self.budgets}")
+            raise ValueError(f"budget.budgets needs at least two distinct positive sizes, got {self.budgets}")
+        if min(self.samples_per_problem, self.eval_problems, self.eval_samples) < 1:
+            raise ValueError("budget problem and sample counts must be at least 1")
+        if self.n < 1:
+            raise ValueError(f"budget.n must be at least 1, got {self.n}")
+        if self.rm_steps < 0:
+            raise ValueError(f"budget.rm_steps must be 0 (rm.steps) or positive, got {self.rm_steps}")
 
     @classmethod
     def quick(cls) -> BudgetConfig:
-        return cls(budgets=(250, 1000), n=16)
+        return cls(budgets=(250, 4000), n=16, eval_problems=40, eval_samples=16)
 
 
 @dataclass(frozen=True)
 class ActiveConfig:
-    """Active learning on convincing wrong answers against uniform selection, at equal labels."""
+    """Active learning on convincing wrong answers against uniform selection, at equal labels.
+
+    Per run seed, ``train_problems`` problems of the train split get ``candidates`` samples each, all
+    rated once by the simulated labellers (so a sample chosen by two arms carries the same label: only
+    the choice differs). The selector is the PRM trained on the uniform set of ``budgets[0]`` per problem;
+    it scores every candidate, and each active set of ``k`` per problem is ``wrong_share`` the most
+    convincing wrong answers plus the most convincing of the rest, from the candidates it was not
+    trained on. Generations: cumulative labels per problem follow ``budgets[:generations]``; generation 1
+    is the uniform set, each later one adds a convincing-wrong-answer batch chosen by the PRM retrained
+    on everything labelled so far.
+    """
 
     budgets: tuple[int, ...] = field(default=(1, 2, 4), metadata={
-        "help": "labelled solutions per training problem (the x axis of the slope fit)"})
-    candidates: int = field(default=32, metadata={"help": "candidate samples per training problem the selector scores"})
-    n: int = field(default=64, metadata={"help": "best-of-N at this N"})
+        "help": "labelled solutions per training problem (the x axis of the slope fit); the first is the selector's"})
+    candidates: int = field(default=16, metadata={"help": "candidate samples per training problem the selector scores"})
+    train_problems: int = field(default=500, metadata={"help": "training problems per seed (train split of the run seed)"})
+    eval_problems: int = field(default=200, metadata={"help": "held-out problems per seed for best-of-N"})
+    eval_samples: int = field(default=16, metadata={"help": "samples per held-out problem"})
+    n: int = field(default=16, metadata={"help": "best-of-N at this N (above eval_samples: best of all samples)"})
+    wrong_share: float = field(default=0.8, metadata={
+        "help": "share of each active set that is the most convincing wrong answers (the paper's 0.8)"})
+    count_selector: bool = field(default=True, metadata={
+        "help": "headline: count the selector's labels in the active arm's budget (the strict view); both "
+                "views are always reported"})
+    generations: int = field(default=0, metadata={
+        "help": "generations of label, retrain, re-score, select (cumulative labels per problem: "
+                "budgets[:generations]; 0: one per budget)"})
+    rm_steps: int = field(default=0, metadata={
+        "help": "optimiser steps of every reward model of the study (0: rm.steps, 300); the same for every arm. "
+                "Fewer is unstable: at 80 steps some PRMs never learn to use the surprise features (step AUROC "
+                "0.57-0.96 on one set), and the lab's PRMs at 300 steps did so between steps 75 and 225"})
 
     def __post_init__(self):
-        object.__setattr__(self, "budgets", tuple(int(b) for b in self.budgets))
+        object.__setattr__(self, "budgets", tuple(sorted({int(b) for b in self.budgets})))
+        if len(self.budgets) < 2 or self.budgets[0] < 1:
+            raise ValueError(f"active.budgets needs at least two positive sizes, got {self.budgets}")
+        if self.budgets[-1] + self.budgets[0] > self.candidates:
+            raise ValueError(f"active.candidates ({self.candidates}) must hold the selector's "
+                             f"{self.budgets[0]} and the largest set of {self.budgets[-1]} per problem")
+        if min(self.train_problems, self.eval_problems, self.eval_samples) < 1:
+            raise ValueError("active problem and sample counts must be at least 1")
+        if self.n < 1:
+            raise ValueError(f"active.n must be at least 1, got {self.n}")
+        if not 0.0 <= self.wrong_share <= 1.0:
+            raise ValueError(f"active.wrong_share must lie in [0, 1], got {self.wrong_share}")
+        if not 0 <= self.generations <= len(self.budgets):
+            raise ValueError(f"active.generations must lie in 0..len(budgets) ({len(self.budgets)}), "
+                             f"got {self.generations}")
+        if self.rm_steps < 0:
+            raise ValueError(f"active.rm_steps must be at least 0, got {self.rm_steps}")
 
     @classmethod
     def quick(cls) -> ActiveConfig:
-        return cls(budgets=(1, 4), candidates=16, n=16)
+        return cls(budgets=(1, 4), candidates=8, train_problems=200, eval_problems=40, eval_samples=16, n=16,
+                   rm_steps=80)
+
+    @property
+    def n_generations(self) -> int:
+        """Generations the study runs: ``generations``, or one per budget when it is 0."""
+        return self.generations or len(self.budgets)
 
 
 @dataclass(frozen=True)
 class SyntheticConfig:
-    """Synthetic supervision: a large PRM labels fresh samples for small reward models."""
+    """Synthetic supervision: a large PRM labels fresh samples for small reward models.
+
+    The large PRM is the lab's PRM trained once per run on ``large_problems x large_samples`` solutions
+    rated by the simulated labellers (problems of the train split drawn with ``large_seed``, never a run
+    seed). For each run seed, ``problems`` fresh training problems (the train split of that seed) get
+    ``max(per_problem)`` samples each; the first ``k`` samples of every problem are labelled three ways
+    by the large PRM or the answer check, and small reward models of ``rm_steps`` steps learn from them.
+    """
 
     per_problem: tuple[int, ...] = field(default=(1, 2, 4), metadata={
-        "help": "samples per training problem labelled by the large PRM"})
+        "help": "samples per training problem labelled by the large PRM (the label budget is problems x this)"})
     threshold: float = field(default=0.2, metadata={
         "help": "a step counts as wrong when the large PRM's P(negative) exceeds this (the paper's 0.2)"})
-    n: int = field(default=64, metadata={"help": "best-of-N at this N"})
+    n: int = field(default=16, metadata={"help": "best-of-N at this N (above eval_samples: best of all samples)"})
+    problems: int = field(default=250, metadata={
+        "help": "fresh training problems per seed whose samples are labelled (train split of the run seed)"})
+    eval_problems: int = field(default=200, metadata={"help": "held-out problems per seed for best-of-N"})
+    eval_samples: int = field(default=16, metadata={"help": "samples per held-out problem"})
+    rm_steps: int = field(default=100, metadata={
+        "help": "optimiser steps of every small reward model (0: rm.steps); the same for all methods and budgets"})
+    large_problems: int = field(default=2000, metadata={"help": "problems whose samples the large PRM learns from"})
+    large_samples: int = field(default=4, metadata={
+        "help": "samples per large-PRM problem, each rated by the simulated labellers (phase 2)"})
+    large_steps: int = field(default=600, metadata={"help": "optimiser steps of the large PRM (0: rm.steps)"})
+    large_seed: int = field(default=1000, metadata={
+        "help": "seed of the large PRM's problems, labels and initialisation (must not be a run seed)"})
 
     def __post_init__(self):
-        object.__setattr__(self, "per_problem", tuple(int(b) for b in self.per_problem))
+        object.__setattr__(self, "per_problem", tuple(sorted({int(b) for b in self.per_problem})))
+        if not self.per_problem or self.per_problem[0] < 1:
+            raise ValueError(f"synthetic.per_problem needs positive sample counts, got {self.per_problem}")
+        if not 0.0 < self.threshold < 1.0:
+            raise ValueError(f"synthetic.threshold must lie in (0, 1), got {self.threshold}")
+        if min(self.problems, self.eval_problems, self.eval_samples, self.large_problems, self.large_samples) < 1:
+            raise ValueError("synthetic problem and sample counts must be at least 1")
+        if self.n < 1:
+            raise ValueError(f"synthetic.n must be at least 1, got {self.n}")
+        if min(self.rm_steps, self.large_steps) < 0:
+            raise ValueError("synthetic.rm_steps and synthetic.large_steps must be 0 (rm.steps) or positive")
 
     @classmethod
     def quick(cls) -> SyntheticConfig:
-        return cls(per_problem=(1, 4), n=16)
+        return cls(per_problem=(1, 4), n=16, problems=250, eval_problems=40, eval_samples=16, rm_steps=100,
+                   large_problems=500, large_samples=4, large_steps=300)
 
 
 __all__ = ["ActiveConfig", "BudgetConfig", "SyntheticConfig"]

@@ -1,0 +1,532 @@
+"""``prmkit lab study active``: convincing wrong answers against uniform selection, at equal labels.
+
+The paper's small-scale protocol (``../shared/docs/method.md``, "Active learning") in the lab, per run
+seed (sizes from :class:`~prmkit.lab.study.config.ActiveConfig`):
+
+1. **Candidates**: ``train_problems`` training problems x ``candidates`` samples, every sample rated
+   once by the simulated labellers, so a sample two arms both choose carries the same label: the arms
+   differ only in what they choose. A held-out pool (``eval_problems`` x ``eval_samples``) for best-of-N.
+2. **Uniform arm**: ``k`` random samples per problem, for each ``k`` of ``budgets`` (nested: the
+   first ``k`` of one random order per problem).
+3. **Selector**: the uniform PRM at ``budgets[0]`` per problem (the paper trained its selector on one
+   sample per problem) scores every candidate (``prm_min``).
+4. **Active arm**: for each ``k``, :func:`prmkit.select.convincing_wrong_answer` picks ``k`` per
+   problem among the candidates the selector did not learn from: ``wrong_share`` of them the highest-
+   scored wrong answers, the rest the highest-scored of what remains.
+5. **Generations**: cumulative labels per problem follow ``budgets[:generations]`` (0: all); generation 1 is the
+   uniform set (its model is the selector), each later one retrains the PRM on everything labelled so
+   far, re-scores the remaining candidates and adds a convincing-wrong-answer batch.
+
+Every set trains a PRM (``rm_steps`` optimiser steps, the same for every arm) that is scored on the
+held-out pool: exact best-of-``n`` per problem and step AUROC against the oracle. The data-efficiency
+factor is the ratio of the slopes of accuracy against ``ln(labels)`` (:func:`slope_ratio_xy`, the
+paper's method), with a bootstrap CI over seeds and problems. Two views of the active arm's labels:
+*strict* counts the selector's ``budgets[0]`` labels per problem too (it cannot select without them),
+*paper* counts only the selected set (the paper's plots). ``count_selector`` picks the headline.
+
+Job folders (``RUN_DIR/study-active/seed-S/``): ``data``, ``features-{candidates,eval}``,
+``uniform-<k>`` (``uniform-<budgets[0]>`` is the selector and generation 1), ``active-<k>``,
+``gen-<g>`` (g >= 2); each model folder keeps its training set (``train.jsonl.gz``), what it chose
+(``chosen.json``), the model and its scores. A rerun skips every finished job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from prmkit.lab.run import Runner, _init_worker, job_base, job_features, key_of
+from prmkit.lab.study.core import (
+    bon_per_problem,
+    grouped,
+    load_probs,
+    log_fit,
+    mean_ci,
+    solution_scores,
+    study_dir,
+    write_json,
+)
+
+NAME = "active"
+SCORE = "prm_min"
+VERSION = 1
+"""Part of every job key: bump it when a job's output changes meaning."""
+
+
+# --- pure: which sets, and how they are chosen -----------------------------------------------------
+
+def model_plans(a) -> list[dict]:
+    """Every PRM of the study for an :class:`ActiveConfig` ``a``, in dependency order.
+
+    A plan is a list of batches ``(strategy, k, scorer, used)``: ``uniform`` takes the next ``k`` of each
+    problem's random order, ``active`` the convincing-wrong-answer set of ``k`` per problem ranked by the
+    model ``scorer``, among the candidates no earlier batch took; ``used`` says whether the batch is in
+    the training set (the active arm excludes, but does not train on, the selector's samples).
+
+    >>> from prmkit.lab.study.config import ActiveConfig
+    >>> [(m["name"], m["depth"], m["score_candidates"]) for m in model_plans(ActiveConfig(budgets=(1, 2, 4)))]
+    ... # doctest: +NORMALIZE_WHITESPACE
+    [('uniform-1', 0, True), ('uniform-2', 0, False), ('uniform-4', 0, False), ('active-1', 1, False),
+     ('active-2', 1, False), ('active-4', 1, False), ('gen-2', 1, True), ('gen-3', 2, False)]
+    >>> model_plans(ActiveConfig(budgets=(1, 2, 4)))[-1]["plan"]
+    [('uniform', 1, None, True), ('active', 1, 'uniform-1', True), ('active', 2, 'gen-2', True)]
+    """
+    b, g = a.budgets, a.n_generations
+    selector = f"uniform-{b[0]}"
+    out = [{"name": f"uniform-{k}", "plan": [("uniform", k, None, True)], "depth": 0,
+            "score_candidates": k == b[0]} for k in b]
+    out += [{"name": f"active-{k}", "plan": [("uniform", b[0], None, False), ("active", k, selector, True)],
+             "depth": 1, "score_candidates": False} for k in b]
+    plan = [("uniform", b[0], None, True)]
+    previous = selector
+    for gen in range(2, g + 1):
+        plan = plan + [("active", b[gen - 1] - b[gen - 2], previous, True)]
+        out.append({"name": f"gen-{gen}", "plan": plan, "depth": gen - 1, "score_candidates": gen < g})
+        previous = f"gen-{gen}"
+    return out
+
+
+def uniform_orders(groups: list[list[int]], seed: int) -> list[list[int]]:
+    """One random order of every problem's candidate indices (``groups`` as :func:`~core.grouped` gives)."""
+    rng = np.random.default_rng([seed, 7])
+    return [[g[i] for i in rng.permutation(len(g))] for g in groups]
+
+
+def take_uniform(orders: list[list[int]], k: int, taken: set[int]) -> list[int]:
+    """The next ``k`` of every problem's order that are not ``taken``.
+
+    >>> take_uniform([[3, 1, 2], [5, 4]], 2, {1})
+    [3, 2, 5, 4]
+    """
+    return [i for order in orders for i in [j for j in order if j not in taken][:k]]
+
+
+def take_active(candidates: list, scores: np.ndarray, k: int, taken: set[int], wrong_share: float) -> list[int]:
+    """Indices of :func:`prmkit.select.convincing_wrong_answer` (``k`` per problem) among the candidates
+    not ``taken``, ranked by ``scores`` (one per candidate)."""
+    from prmkit.select import convincing_wrong_answer
+
+    free = [i for i in range(len(candidates)) if i not in taken]
+    pool = [dataclasses.replace(candidates[i], scores={SCORE: float(scores[i])}) for i in free]
+    where = {id(s): i for s, i in zip(pool, free)}
+    chosen = convincing_wrong_answer(pool, k, score=SCORE, wrong_share=wrong_share, per_problem=True)
+    return [where[id(s)] for s in chosen]
+
+
+def choose(candidates: list, plan: list[tuple], scores: dict[str, np.ndarray], seed: int,
+           wrong_share: float) -> tuple[list[list[int]], list[int]]:
+    """(every batch's candidate indices, the indices of the training set) of a plan (see :func:`model_plans`);
+    ``scores`` maps each scorer named in the plan to one score per candidate."""
+    orders = uniform_orders(grouped(candidates), seed)
+    taken: set[int] = set()
+    batches, used = [], []
+    for strategy, k, scorer, use in plan:
+        if strategy == "uniform":
+            idx = take_uniform(orders, k, taken)
+        elif strategy == "active":
+            idx = take_active(candidates, scores[scorer], k, taken, wrong_share)
+        else:
+            raise ValueError(f"unknown batch strategy {strategy!r}")
+        taken.update(idx)
+        batches.append(idx)
+        if use:
+            used += idx
+    return batches, used
+
+
+def set_stats(chosen: list, labelled: list) -> dict:
+    """What a selection changes: shares of wrong answers, of solutions with a wrong step (the oracle's
+    truth), of records the labellers stopped at an error, and the mean number of rated steps."""
+    from prmkit.lab.oracle import oracle_labels
+    from prmkit.select import WRONG_GRADES
+
+    n = max(len(chosen), 1)
+    return {"solutions": len(chosen),
+            "wrong_answer": sum(s.grade in WRONG_GRADES for s in chosen) / n,
+            "wrong_step": sum(any(x.rating == -1 for x in oracle_labels(s)) for s in chosen) / n,
+            "found_error": sum(r.finish_reason == "found_error" for r in labelled) / n,
+            "rated_steps": sum(len(r.ratings) for r in labelled) / n}
+
+
+def slope_ratio_xy(labels_arm, labels_base, arm: np.ndarray, base: np.ndarray, n_boot: int = 2000,
+                   seed: int = 0) -> dict:
+    """:func:`prmkit.lab.study.core.slope_ratio` where the two arms sit at different label counts.
+
+    ``arm`` and ``base`` are ``[seeds, budgets, problems]`` (problems paired within a seed); the 95%
+    interval resamples seeds and, within each, problems (the same for both arms). A baseline slope at or
+    below zero counts as an infinite ratio (its share is reported).
+
+    >>> x = [1, 2, 4]
+    >>> base = np.array([[[0.1, 0.3], [0.2, 0.4], [0.3, 0.5]]])
+    >>> round(slope_ratio_xy([2, 4, 8], x, 2 * base, base, n_boot=20)["factor"], 6)
+    2.0
+    """
+    arm, base = np.asarray(arm, float), np.asarray(base, float)
+    if arm.shape[0] != base.shape[0] or arm.shape[2] != base.shape[2] or arm.shape[1] != len(labels_arm) \
+            or base.shape[1] != len(labels_base):
+        raise ValueError(f"arm {arm.shape} and base {base.shape} must be [seeds, budgets, problems] with "
+                         f"{len(labels_arm)} and {len(labels_base)} budgets")
+
+    def ratio(a_curve, b_curve) -> float:
+        sa, sb = log_fit(labels_arm, a_curve)[0], log_fit(labels_base, b_curve)[0]
+        return sa / sb if sb > 0 else np.inf
+
+    rng = np.random.default_rng(seed)
+    n_seeds, _, n_problems = arm.shape
+    boots = np.empty(n_boot)
+    for b in range(n_boot):
+        seeds = rng.integers(0, n_seeds, n_seeds)
+        probs = rng.integers(0, n_problems, (n_seeds, n_problems))
+        a = np.mean([arm[s][:, p] for s, p in zip(seeds, probs)], axis=(0, 2))
+        c = np.mean([base[s][:, p] for s, p in zip(seeds, probs)], axis=(0, 2))
+        boots[b] = ratio(a, c)
+    lo, hi = np.quantile(boots, [0.025, 0.975], method="inverted_cdf")
+    return {"factor": ratio(arm.mean(axis=(0, 2)), base.mean(axis=(0, 2))), "ci95": [float(lo), float(hi)],
+            "per_seed": [ratio(arm[s].mean(axis=1), base[s].mean(axis=1)) for s in range(n_seeds)],
+            "slope_arm": log_fit(labels_arm, arm.mean(axis=(0, 2)))[0],
+            "slope_baseline": log_fit(labels_base, base.mean(axis=(0, 2)))[0],
+            "non_positive_baseline_share": float(np.mean(~np.isfinite(boots))), "n_boot": n_boot}
+
+
+def equivalent_labels(labels_base, base_curve, labels_arm, arm_curve) -> list[float | None]:
+    """Per arm point, the labels the baseline's fitted line needs for the same accuracy, over the labels
+    the arm used (> 1: the arm is worth more labels than it cost); None where the baseline's slope is not
+    positive.
+
+    >>> [round(x, 6) for x in equivalent_labels([1, 2, 4], [0.1, 0.2, 0.3], [1, 2], [0.2, 0.3])]
+    [2.0, 2.0]
+    """
+    slope, intercept = log_fit(labels_base, base_curve)
+    if slope <= 0:
+        return [None] * len(labels_arm)
+    return [float(np.exp((y - intercept) / slope) / x) for x, y in zip(labels_arm, arm_curve)]
+
+
+# --- jobs ------------------------------------------------------------------------------------------
+
+def job_data(out: Path, cfg, seed: int) -> dict:
+    """Candidates (every one rated by the simulated labellers), the held-out pool and its oracle step truth."""
+    from prmkit.io import write_records
+    from prmkit.lab.labellers import label
+    from prmkit.lab.oracle import oracle_labels
+    from prmkit.lab.pools import generate_pool
+
+    a = cfg.active
+    cands = generate_pool(cfg, seed, "train", problems=a.train_problems, samples=a.candidates)
+    write_records(out / "candidates.jsonl.gz", cands)
+    write_records(out / "labelled.jsonl.gz", label(cands, cfg.labellers, seed))
+    pool = generate_pool(cfg, seed, "eval", problems=a.eval_problems, samples=a.eval_samples)
+    write_records(out / "eval.jsonl.gz", pool)
+    truth = [[x.rating for x in oracle_labels(s)] for s in pool]
+    np.savez(out / "eval-truth.npz", values=np.array([r for t in truth for r in t], dtype=np.int8),
+             offsets=np.concatenate([[0], np.cumsum([len(t) for t in truth])]).astype(np.int64))
+    wrong = float(np.mean([s.grade != "correct" for s in cands]))
+    return {"candidates": len(cands), "eval": len(pool), "candidate_wrong_answer": round(wrong, 4)}
+
+
+def eval_metrics(pool: list, probs: list[np.ndarray], truth_file: Path, n: int) -> tuple[np.ndarray, float]:
+    """(exact best-of-``n`` per held-out problem by ``prm_min``, step AUROC against the oracle)."""
+    from prmkit.evaluate.steps import auroc
+
+    bon = bon_per_problem(pool, solution_scores(probs), n)
+    with np.load(truth_file) as d:
+        values, offsets = d["values"], d["offsets"]
+    scores, labels = [], []
+    for i, p in enumerate(probs):
+        t = values[offsets[i]:offsets[i + 1]][:len(p)]
+        scores.append(p[:len(t), 0])
+        labels.append((t >= 0).astype(int))
+    return bon, auroc(np.concatenate(scores), np.concatenate(labels))
+
+
+def job_model(out: Path, cfg, seed: int, base_dir: str, data_dir: str, feat_dirs: dict, plan: list,
+              score_candidates: bool, progress: bool) -> dict:
+    """Choose a plan's training set, train a PRM on its labels, score the held-out pool (and, for a
+    selector, every candidate), and evaluate it."""
+    from prmkit.io import read_solutions, write_records
+    from prmkit.lab.run import train_and_score
+
+    _init_worker()
+    a, data = cfg.active, Path(data_dir)
+    cands = list(read_solutions(data / "candidates.jsonl.gz"))
+    labelled = list(read_solutions(data / "labelled.jsonl.gz"))
+    scores = {d: solution_scores(load_probs(Path(d) / "probs-candidates.npz")) for _, _, d, _ in plan if d}
+    batches, used = choose(cands, [tuple(b) for b in plan], scores, seed, a.wrong_share)
+    train = [labelled[i] for i in used]
+    write_records(out / "train.jsonl.gz", train)
+    (out / "chosen.json").write_text(json.dumps({"batches": [[cands[i].id for i in b] for b in batches]}) + "\n")
+    pools = {"eval": (str(data / "eval.jsonl.gz"), feat_dirs["eval"])}
+    if score_candidates:
+        pools["candidates"] = (str(data / "candidates.jsonl.gz"), feat_dirs["candidates"])
+    rcfg = cfg.replace({"rm.steps": a.rm_steps}) if a.rm_steps else cfg
+    info = train_and_score(out, "prm", train, feat_dirs["candidates"], rcfg, seed, base_dir, pools, progress,
+                           desc=f"train {out.name.lstrip('.').removesuffix('.part')} ({len(train)} labels, seed {seed})")
+    pool = list(read_solutions(data / "eval.jsonl.gz"))
+    bon, step_auroc = eval_metrics(pool, load_probs(out / "probs-eval.npz"), data / "eval-truth.npz", a.n)
+    np.save(out / "bon.npy", bon)
+    return {**info, "labels": len(train), "bon": float(bon.mean()), "step_auroc": step_auroc,
+            "set": set_stats([cands[i] for i in used], train),
+            "batches": [set_stats([cands[i] for i in b], [labelled[i] for i in b]) for b in batches]}
+
+
+# --- the study -------------------------------------------------------------------------------------
+
+def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
+              log=print) -> dict:
+    """Run the active-learning study for ``seeds`` into ``RUN_DIR/study-active/``; return its summary."""
+    from prmkit.lab.base import base_key
+
+    _init_worker()
+    a, out = cfg.active, study_dir(run_dir, NAME)
+    out.mkdir(parents=True, exist_ok=True)
+    runner = Runner(jobs=jobs, progress=progress, log=log)
+    start = time.perf_counter()
+    try:
+        sd = {s: out / f"seed-{s}" for s in seeds}
+        dkey = {s: key_of(NAME, VERSION, cfg.domain, cfg.generator, cfg.labellers, a.train_problems, a.candidates,
+                          a.eval_problems, a.eval_samples, s) for s in seeds}
+        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s) for s in seeds])
+        bkey = base_key(cfg.base, cfg)
+        base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress)])[0]["path"]
+        inner = progress and jobs == 1
+        fdirs = {s: {p: str(sd[s] / f"features-{p}") for p in ("candidates", "eval")} for s in seeds}
+        runner.stage("features", [(fdirs[s][p], key_of(dkey[s], bkey, p, cfg.base.max_length), job_features,
+                                   base_dir, str(sd[s] / "data" / f"{p}.jsonl.gz"), cfg.base.max_length, inner)
+                                  for s in seeds for p in ("candidates", "eval")])
+        models = model_plans(a)
+        rcfg = cfg.replace({"rm.steps": a.rm_steps}) if a.rm_steps else cfg
+        for depth in range(max(m["depth"] for m in models) + 1):
+            calls = []
+            for s in seeds:
+                for m in (m for m in models if m["depth"] == depth):
+                    plan = [(st, k, str(sd[s] / d) if d else None, u) for st, k, d, u in m["plan"]]
+                    keyed = [(st, k, _done_key(d) if d else None, u) for st, k, d, u in plan]
+                    key = key_of(dkey[s], bkey, rcfg.rm, a.n, a.wrong_share, keyed, m["score_candidates"],
+                                 cfg.base.max_length, VERSION)
+                    calls.append((str(sd[s] / m["name"]), key, job_model, cfg, s, base_dir, str(sd[s] / "data"),
+                                  fdirs[s], plan, m["score_candidates"], inner))
+            runner.stage(_STAGES[depth] if depth < len(_STAGES) else f"generation {depth + 1}", calls)
+    finally:
+        runner.close()
+    summary = summarise(cfg, seeds, out)
+    summary["timings"] = runner.timings
+    summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
+    write_outputs(out, cfg, seeds, summary, command)
+    write_json(out / "summary.json", summary)
+    log(f"study active: {out / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")
+    return summary
+
+
+_STAGES = ("uniform (selector, generation 1)", "active, generation 2")
+
+
+def _done_key(folder: str) -> str:
+    return json.loads((Path(folder) / "done.json").read_text())["key"]
+
+
+def summarise(cfg, seeds: list[int], out: Path) -> dict:
+    """Every number of the study from its job folders: per model and seed, per arm with CIs, the factors."""
+    a = cfg.active
+    b, P = list(a.budgets), a.train_problems
+    models = [m["name"] for m in model_plans(a)]
+    done = {s: {m: json.loads((out / f"seed-{s}" / m / "done.json").read_text()) for m in models} for s in seeds}
+    bon = {m: np.stack([np.load(out / f"seed-{s}" / m / "bon.npy") for s in seeds]) for m in models}
+    gens = [f"uniform-{b[0]}"] + [f"gen-{g}" for g in range(2, a.n_generations + 1)]
+    arms = {"uniform": ([f"uniform-{k}" for k in b], [k * P for k in b]),
+            "active_strict": ([f"active-{k}" for k in b], [(k + b[0]) * P for k in b]),
+            "active_paper": ([f"active-{k}" for k in b], [k * P for k in b]),
+            "generations": (gens, [k * P for k in b[:a.n_generations]])}
+    acc = {arm: np.stack([bon[m] for m in names], axis=1) for arm, (names, _) in arms.items()}
+    points = {arm: [{"model": m, "labels": x, **mean_ci(bon[m]),
+                     "step_auroc": [done[s][m]["step_auroc"] for s in seeds],
+                     "set": _mean_stats([done[s][m]["set"] for s in seeds])}
+                    for m, x in zip(names, xs)] for arm, (names, xs) in arms.items()}
+    factors = {arm: slope_ratio_xy(arms[arm][1], arms["uniform"][1], acc[arm], acc["uniform"])
+               for arm in ("active_strict", "active_paper")}
+    if a.n_generations >= 2:
+        n_g = a.n_generations
+        factors["generations"] = slope_ratio_xy(arms["generations"][1], arms["uniform"][1][:n_g], acc["generations"],
+                                                acc["uniform"][:, :n_g])
+    curve = {arm: acc[arm].mean(axis=(0, 2)) for arm in acc}
+    for arm in ("active_strict", "active_paper", "generations"):
+        if arm in factors:
+            factors[arm]["equivalent_labels"] = equivalent_labels(arms["uniform"][1], curve["uniform"],
+                                                                  arms[arm][1], curve[arm])
+    diffs = {f"active-{k} - uniform-{k}": mean_ci(bon[f"active-{k}"] - bon[f"uniform-{k}"]) for k in b}
+    diffs.update({f"active-{k} with the selector's labels - uniform-{k + b[0]}": mean_ci(bon[f"active-{k}"] - bon[f"uniform-{k + b[0]}"])
+                  for k in b if k + b[0] in b})  # equal labels in the strict view
+    diffs.update({f"{g} - uniform-{k}": mean_ci(bon[g] - bon[f"uniform-{k}"]) for g, k in zip(gens[1:], b[1:])})
+    head = "active_strict" if a.count_selector else "active_paper"
+    rm = (cfg.replace({"rm.steps": a.rm_steps}) if a.rm_steps else cfg).rm
+    return {"study": NAME, "seeds": list(seeds), "config": dataclasses.asdict(a), "n": a.n, "rm_steps": rm.steps,
+            "rm_batch_size": rm.batch_size,
+            "headline": {"view": head, **{k: factors[head][k] for k in ("factor", "ci95", "per_seed")},
+                         "target": 2.0, "met": bool(np.isfinite(factors[head]["factor"]) and factors[head]["factor"] >= 2.0),
+                         "uniform_slope_positive": factors[head]["slope_baseline"] > 0},
+            "factors": factors, "points": points, "differences": diffs,
+            "batches": {s: {m: done[s][m]["batches"] for m in models} for s in seeds},
+            "models": {s: {m: {k: done[s][m].get(k) for k in ("labels", "bon", "step_auroc", "seconds",
+                                                               "train_seconds", "score_seconds", "final_loss")}
+                           for m in models} for s in seeds}}
+
+
+def _mean_stats(stats: list[dict]) -> dict:
+    return {k: float(np.mean([s[k] for s in stats])) for k in stats[0]}
+
+
+# --- the report ------------------------------------------------------------------------------------
+
+_ARMS = {"uniform": ("uniform", "C0", "o", "-"), "active_strict": ("active, selector's labels counted", "C3", "s", "-"),
+         "active_paper": ("active, selected labels only (paper)", "C3", "s", ":"),
+         "generations": ("generations (retrained selector)", "C2", "^", "-")}
+
+
+def _plot_arms(summary: dict, arms: tuple[str, ...], path: Path, title: str) -> str:
+    """Accuracy against labels (log x): per-seed points, the mean with its 95% CI, the fitted line."""
+    import matplotlib.pyplot as plt
+
+    from prmkit.evaluate.plots import _save
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    xs_all = []
+    for j, arm in enumerate(arms):
+        label, color, marker, style = _ARMS[arm]
+        pts = summary["points"][arm]
+        x = np.array([p["labels"] for p in pts], float)
+        xs_all += list(x)
+        shift = 1 + 0.025 * (j - (len(arms) - 1) / 2)  # keep overlapping points apart
+        y = np.array([p["mean"] for p in pts]) * 100
+        lo = y - np.array([p["ci95"][0] for p in pts]) * 100
+        hi = np.array([p["ci95"][1] for p in pts]) * 100 - y
+        hollow = "none" if style == ":" else color
+        ax.errorbar(x * shift, y, yerr=[lo, hi], fmt=marker, color=color, mfc=hollow, capsize=3, label=label)
+        for p in pts:
+            ax.scatter([p["labels"] * shift] * len(p["per_seed"]), np.array(p["per_seed"]) * 100, s=10,
+                       color=color, alpha=0.35, marker=marker)
+        slope, intercept = log_fit(x, y / 100)
+        grid = np.geomspace(x.min(), x.max(), 20)
+        ax.plot(grid, 100 * (intercept + slope * np.log(grid)), color=color, linestyle=style if style != "-" else "--",
+                alpha=0.8)
+    ax.set_xscale("log")
+    ticks = sorted(set(xs_all))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{t:,.0f}" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("labelled solutions (log scale)")
+    ax.set_ylabel(f"best-of-{summary['n']} accuracy (%)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _pct(x) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _ci(d: dict) -> str:
+    return f"{_pct(d['mean'])} [{_pct(d['ci95'][0])}, {_pct(d['ci95'][1])}]"
+
+
+def _factor(f: dict) -> str:
+    def num(x):
+        return "inf" if not np.isfinite(x) else f"{x:.2f}"
+
+    return f"{num(f['factor'])} [{num(f['ci95'][0])}, {num(f['ci95'][1])}]"
+
+
+def section_html(summary: dict, figures: list[Path]) -> str:
+    """The study's HTML fragment (from ``<h2>``): protocol, factors, accuracy, what the selection changed."""
+    import html
+
+    from prmkit.evaluate.report import _figure, _table
+
+    c, f, pts = summary["config"], summary["factors"], summary["points"]
+    seeds = ", ".join(str(s) for s in summary["seeds"])
+    head = summary["headline"]
+    parts = ["<h2>Active learning: convincing wrong answers against uniform selection</h2>",
+             (f"<p class='note'>Seeds {seeds}. Per seed: {c['train_problems']} training problems x {c['candidates']} "
+             f"candidate samples, each rated once by the simulated labellers; held out: {c['eval_problems']} problems x "
+             f"{c['eval_samples']} samples, exact best-of-{c['n']} by the PRM's min step score. Every PRM trains "
+             f"{summary['rm_steps']} optimiser steps of {summary['rm_batch_size']} solutions. Selector: the uniform PRM at {c['budgets'][0]} per problem; "
+             f"active sets: {c['wrong_share']:.0%} the most convincing wrong answers, the rest the most convincing of what "
+             "remains, from the candidates the selector did not learn from. 95% CIs: bootstrap over seeds and held-out "
+             "problems. Data-efficiency factor = slope(arm) / slope(uniform) of accuracy against ln(labels) (the paper's "
+             "method; target &ge; 2, the paper measured 2.6).</p>"),
+             (f"<p><b>Headline ({html.escape(head['view'].replace('_', ' '))}): data-efficiency factor "
+             f"{_factor(head)}, per seed {', '.join(f'{x:.2f}' for x in head['per_seed'])}; the 2x target is "
+             f"{'met' if head['met'] else 'not met'}.</b>"
+             + ("" if head["uniform_slope_positive"] else " The uniform arm's accuracy does not rise with labels here "
+                "(slope &le; 0), so the ratio of slopes is undefined (shown as inf); read the differences below.")
+             + "</p>")]
+    rows = []
+    for arm in ("active_strict", "active_paper", "generations"):
+        if arm in f:
+            eq = ", ".join("-" if e is None else f"{e:.2f}" for e in f[arm]["equivalent_labels"])
+            rows.append([_ARMS[arm][0], _factor(f[arm]), ", ".join(f"{x:.2f}" for x in f[arm]["per_seed"]),
+                         f"{100 * f[arm]['slope_arm']:.2f} / {100 * f[arm]['slope_baseline']:.2f}", eq])
+    parts.append(_table(["arm against uniform", "factor [95% CI]", "per seed", "slopes (points per e-fold)",
+                         "uniform labels for equal accuracy / labels used, per point"], rows))
+    rows = []
+    strict = {p["model"]: p["labels"] for p in pts["active_strict"]}
+    for arm in ("uniform", "active_paper", "generations"):
+        for p in pts[arm][1 if arm == "generations" else 0:]:  # generation 1 is the uniform set
+            s = p["set"]
+            labels = f"{p['labels']:,}" + (f" ({strict[p['model']]:,} with the selector's)" if arm == "active_paper" else "")
+            rows.append([_ARMS[arm][0].split(",")[0].split(" (")[0], p["model"], labels, _ci(p),
+                         ", ".join(_pct(x) for x in p["per_seed"]), f"{np.mean(p['step_auroc']):.3f}",
+                         _pct(s["wrong_answer"]), _pct(s["wrong_step"]), _pct(s["found_error"]), f"{s['rated_steps']:.1f}"])
+    parts.append(_table(["arm", "model", "labels", f"best-of-{c['n']} % [95% CI]", "per seed", "step AUROC",
+                         "wrong answers %", "with a wrong step %", "labellers found an error %", "rated steps"], rows))
+    rows = [[k, _ci(v), ", ".join(_pct(x) for x in v["per_seed"])] for k, v in summary["differences"].items()]
+    parts.append("<p>Paired differences in best-of-N accuracy (points), same held-out problems; generation g "
+                 "against uniform at the same cumulative labels:</p>"
+                 + _table(["difference", "mean [95% CI]", "per seed"], rows))
+    parts.extend(_figure(p) for p in figures)
+    return "\n".join(parts)
+
+
+def write_outputs(out: Path, cfg, seeds: list[int], summary: dict, command: str) -> None:
+    """``figures/*.png``, ``section.html`` and the standalone ``report.html`` of the study."""
+    import html
+
+    from prmkit.evaluate.report import _CSS
+
+    figs = [_plot_arms(summary, ("uniform", "active_strict", "active_paper"), out / "figures" / "active-vs-uniform.png",
+                       "Convincing-wrong-answer selection vs uniform")]
+    if "generations" in summary["factors"]:
+        figs.append(_plot_arms(summary, ("uniform", "generations"), out / "figures" / "generations.png",
+                               "Generations: label, retrain the selector, re-score, select"))
+    section = section_html(summary, [Path(p) for p in figs])
+    (out / "section.html").write_text(section + "\n")
+    timings = "".join(f"<tr><td>{html.escape(k)}</td><td>{v.get('jobs', '')}</td><td>{v.get('ran', '')}</td>"
+                      f"<td>{v.get('job_seconds', '')}</td><td>{v['wall_seconds']}</td></tr>"
+                      for k, v in summary["timings"].items())
+    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab study active</title>"
+            f"<style>{_CSS}</style></head><body><h1>prmkit lab study active</h1>"
+            f"<p class='note'>command: <code>{html.escape(command or '(python)')}</code>; "
+            f"{summary['total_wall_seconds']:.0f} s in all</p>{section}"
+            f"<h2>Wall times</h2><table><tr><th>stage</th><th>jobs</th><th>ran</th><th>job s</th><th>wall s</th></tr>"
+            f"{timings}</table><h2>Configuration</h2><pre>"
+            f"{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre></body></html>")
+    (out / "report.html").write_text(page + "\n")
+
+
+__all__ = [
+    "choose",
+    "equivalent_labels",
+    "model_plans",
+    "run_study",
+    "section_html",
+    "set_stats",
+    "slope_ratio_xy",
+    "summarise",
+    "take_active",
+    "take_uniform",
+    "uniform_orders",
+    "write_outputs",
+]

@@ -1,0 +1,404 @@
+"""``prmkit lab study budget``: the label-budget curve of process against outcome supervision.
+
+Per seed: ``max(budgets)`` solutions of the train split, shuffled, rated by the simulated labellers
+(phase 2); a held-out pool of ``eval_problems x eval_samples``. For every budget ``B`` a PRM learns
+from the first ``B`` phase-2 records and an ORM from the final-answer grades of the same ``B``
+solutions (nested prefixes: the 250 labels are the first 250 of the 1,000), both with the same
+``rm_steps`` optimiser steps, and both score the held-out pool. Best-of-N per problem at
+``budget.n`` (PRM by its ``min`` step score, ORM by P(correct) at the last step, as
+:mod:`prmkit.lab.scoring` scores them), majority voting at the same N as a flat reference.
+
+Then the paper's method: accuracy against ``ln(labels)`` per kind, a least-squares line, and the
+data-efficiency factor ``slope(PRM) / slope(ORM)`` with a bootstrap CI over seeds and problems
+(:func:`prmkit.lab.study.core.slope_ratio`). The ratio of slopes answers "which curve climbs faster";
+it is not "how many times fewer labels": when the PRM starts high and the ORM catches up, the ORM's
+slope is the larger one although the PRM needs fewer labels everywhere. So the study also reports the
+horizontal reading, :func:`equivalent_labels`: how many labels the ORM's fitted line needs to reach
+the PRM's fitted accuracy at each budget, and that number over the budget.
+
+Stages (jobs of :class:`prmkit.lab.run.Runner`, resumable): data, base (the cached lab base model),
+features, rm (one job per seed x budget x kind); then the statistics, figure and pages in this
+process. Outputs: ``RUN_DIR/study-budget/`` (``summary.json``, ``section.html``, ``report.html``,
+``figures/budget.png``, ``seed-S/`` job folders).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from prmkit.lab.config import LabConfig
+from prmkit.lab.study.core import (
+    bon_per_problem,
+    grouped,
+    log_fit,
+    mean_ci,
+    slope_ratio,
+    study_dir,
+    write_json,
+)
+
+KINDS = ("prm", "orm")
+NAME = "budget"
+
+
+# --- the statistics (pure) -----------------------------------------------------------------------------
+
+def equivalent_labels(labels, prm_curve, orm_curve) -> list[float]:
+    """Labels the ORM's fitted line needs to reach the PRM's fitted accuracy at each budget of ``labels``.
+
+    Both curves are fitted as ``accuracy = c + s ln(labels)``; the answer at budget ``B`` is
+    ``exp((c_prm + s_prm ln B - c_orm) / s_orm)``, an extrapolation where it falls outside ``labels``.
+    An ORM slope at or below zero never gets there: infinity.
+
+    >>> [round(x) for x in equivalent_labels([100, 1000], [0.5, 0.7], [0.3, 0.5])]
+    [1000, 10000]
+    """
+    s_p, c_p = log_fit(labels, prm_curve)
+    s_o, c_o = log_fit(labels, orm_curve)
+    if s_o <= 1e-12:  # a flat curve fits a slope of ~1e-17, not 0
+        return [math.inf] * len(labels)
+    return [float(math.exp(min((c_p + s_p * math.log(b) - c_o) / s_o, 700.0))) for b in labels]
+
+
+def equivalence(labels, prm: np.ndarray, orm: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
+    """:func:`equivalent_labels` of the seed- and problem-mean curves, each over its budget, with 95%
+    bootstrap intervals (seeds, then problems within each seed: the resampling of ``slope_ratio``).
+
+    ``prm`` and ``orm`` are ``[seeds, budgets, problems]`` per-problem accuracies.
+    """
+    prm, orm = np.asarray(prm, float), np.asarray(orm, float)
+    labels = [float(b) for b in labels]
+    point = np.array(equivalent_labels(labels, prm.mean(axis=(0, 2)), orm.mean(axis=(0, 2)))) / labels
+    rng = np.random.default_rng(seed)
+    n_seeds, _, n_problems = prm.shape
+    boots = np.empty((n_boot, len(labels)))
+    for b in range(n_boot):
+        seeds = rng.integers(0, n_seeds, n_seeds)
+        picks = rng.integers(0, n_problems, (n_seeds, n_problems))
+        p = np.mean([prm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2))
+        o = np.mean([orm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2))
+        boots[b] = np.array(equivalent_labels(labels, p, o)) / labels
+    lo, hi = np.quantile(boots, [0.025, 0.975], axis=0, method="inverted_cdf")
+    per_seed = [np.array(equivalent_labels(labels, prm[s].mean(axis=1), orm[s].mean(axis=1))) / labels
+                for s in range(n_seeds)]
+    return {str(int(b)): {"orm_labels": float(point[j] * b), "factor": float(point[j]),
+                          "ci95": [float(lo[j]), float(hi[j])], "per_seed": [float(x[j]) for x in per_seed],
+                          "extrapolated": not min(labels) * (1 - 1e-9) <= point[j] * b <= max(labels) * (1 + 1e-9)}
+            for j, b in enumerate(labels)}
+
+
+def curve_stats(labels, acc: dict[str, np.ndarray], n_boot: int, seed: int = 0) -> dict:
+    """Every number of the study from ``acc`` (``prm``, ``orm``, ``majority``: ``[seeds, budgets, problems]``).
+
+    Accuracy per kind and budget with CIs, the PRM - ORM gap per budget (paired: the same problems),
+    the fitted lines (pooled and per seed), the slope ratio and the equivalent labels.
+    """
+    out = {"accuracy": {k: {str(b): mean_ci(a[:, j], n_boot, seed) for j, b in enumerate(labels)}
+                        for k, a in acc.items()},
+           "gap_prm_orm": {str(b): mean_ci(acc["prm"][:, j] - acc["orm"][:, j], n_boot, seed)
+                           for j, b in enumerate(labels)},
+           "fit": {}}
+    for k in KINDS:
+        slope, intercept = log_fit(labels, acc[k].mean(axis=(0, 2)))
+        per_seed = [log_fit(labels, acc[k][s].mean(axis=1))[0] for s in range(acc[k].shape[0])]
+        out["fit"][k] = {"slope": slope, "intercept": intercept, "points_per_doubling": 100 * slope * math.log(2),
+                         "per_seed_slope": per_seed}
+    out["efficiency"] = slope_ratio(labels, acc["prm"], acc["orm"], n_boot, seed)
+    out["equivalent_labels"] = equivalence(labels, acc["prm"], acc["orm"], n_boot, seed)
+    prm_means = [out["accuracy"]["prm"][str(b)]["mean"] for b in labels]
+    out["direction"] = {"prm_rises": prm_means[-1] > prm_means[0],
+                        "prm_ge_orm_at_smallest": out["gap_prm_orm"][str(labels[0])]["mean"] >= 0,
+                        "prm_ge_orm_every_budget": all(out["gap_prm_orm"][str(b)]["mean"] >= 0 for b in labels)}
+    return out
+
+
+# --- jobs ------------------------------------------------------------------------------------------------
+
+def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
+    """The shuffled train pool of ``max(budgets)`` solutions, its phase-2 labels, and the held-out pool."""
+    from prmkit.io import write_records
+    from prmkit.lab.labellers import label
+    from prmkit.lab.pools import generate_pool
+
+    b = cfg.budget
+    size = max(b.budgets)
+    pool = generate_pool(cfg, seed, "train", math.ceil(size / b.samples_per_problem), b.samples_per_problem)
+    order = np.random.default_rng([seed, 7]).permutation(len(pool))[:size]  # spread small budgets over problems
+    train = [pool[i] for i in order]
+    write_records(out / "train.jsonl.gz", train)
+    labelled = label(train, cfg.labellers, seed)
+    write_records(out / "labelled.jsonl.gz", labelled)
+    held_out = generate_pool(cfg, seed, "eval", b.eval_problems, b.eval_samples)
+    write_records(out / "eval.jsonl.gz", held_out)
+    return {"labelled": len(labelled), "train_problems": len({s.problem.id for s in train}), "eval": len(held_out)}
+
+
+def study_config(cfg: LabConfig) -> LabConfig:
+    """``cfg`` with ``rm.steps`` set to ``budget.rm_steps`` (when not 0): what every reward model trains with."""
+    return cfg.replace({"rm.steps": cfg.budget.rm_steps}) if cfg.budget.rm_steps else cfg
+
+
+# --- evaluation --------------------------------------------------------------------------------------------
+
+def rm_scores(solutions, probs: list[np.ndarray], kind: str, neutral: str) -> np.ndarray:
+    """One score per solution, the lab run's: ``prm_min`` for a PRM, ``orm`` for an ORM; -inf when absent."""
+    from prmkit.lab.scoring import annotate
+
+    out = np.full(len(solutions), -np.inf)
+    for i, (sol, p) in enumerate(zip(solutions, probs)):
+        scratch = dataclasses.replace(sol, scores={})
+        annotate(scratch, kind, p, neutral, with_steps=False)
+        out[i] = scratch.scores.get("prm_min" if kind == "prm" else "orm", -np.inf)
+    return out
+
+
+def majority_per_problem(solutions, n: int, target_se: float, seed: int) -> np.ndarray:
+    """Majority voting accuracy at ``n`` of every problem (in :func:`grouped` order), Monte Carlo."""
+    from prmkit.evaluate.pool import pool_from_lists
+    from prmkit.evaluate.vote import vote_curve
+
+    groups = grouped(solutions)
+    pool = pool_from_lists([[solutions[i].answer for i in g] for g in groups],
+                           [[solutions[i].grade == "correct" for i in g] for g in groups], answer_key="exact")
+    return vote_curve(pool, [n], target_se=target_se, seed=seed).per_problem[:, 0]
+
+
+def seed_accuracy(cfg: LabConfig, seed_dir: Path, seed: int) -> dict[str, np.ndarray]:
+    """``{"prm": [budgets, problems], "orm": ..., "majority": ...}`` best-of-N accuracies of one seed."""
+    from prmkit.io import read_solutions
+    from prmkit.lab.run import load_probs
+
+    sols = list(read_solutions(seed_dir / "data" / "eval.jsonl.gz"))
+    n, budgets = cfg.budget.n, cfg.budget.budgets
+    acc = {k: np.stack([bon_per_problem(sols, rm_scores(sols, load_probs(seed_dir / f"rm-{k}-{b}" / "probs-eval.npz"),
+                                                        k, cfg.rm.neutral), n) for b in budgets]) for k in KINDS}
+    maj = majority_per_problem(sols, n, cfg.vote_target_se, seed)
+    acc["majority"] = np.tile(maj, (len(budgets), 1))
+    return acc
+
+
+# --- the pipeline ------------------------------------------------------------------------------------------
+
+def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
+              log=print) -> dict:
+    """Run the label-budget study for ``seeds`` into ``RUN_DIR/study-budget``; return its summary."""
+    from prmkit.lab.base import base_key
+    from prmkit.lab.run import Runner, _init_worker, job_base, job_features, job_rm, key_of
+
+    _init_worker()
+    cfg = study_config(cfg)
+    out = study_dir(run_dir, NAME)
+    out.mkdir(parents=True, exist_ok=True)
+    write_json(out / "config.json", dataclasses.asdict(cfg))
+    runner = Runner(jobs=jobs, progress=progress, log=log)
+    start = time.perf_counter()
+    sd = {s: out / f"seed-{s}" for s in seeds}
+    b = cfg.budget
+    try:
+        dkey = {s: key_of(cfg.domain, cfg.generator, cfg.labellers, b.budgets, b.samples_per_problem,
+                          b.eval_problems, b.eval_samples, s, NAME, 1) for s in seeds}
+        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s) for s in seeds])
+        bkey = base_key(cfg.base, cfg)
+        base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress)])[0]["path"]
+        inner = progress and jobs == 1
+        fdirs = {s: {p: str(sd[s] / f"features-{p}") for p in ("train", "eval")} for s in seeds}
+        runner.stage("features", [(fdirs[s][p], key_of(dkey[s], bkey, p, cfg.base.max_length), job_features, base_dir,
+                                   str(sd[s] / "data" / f"{p}.jsonl.gz"), cfg.base.max_length, inner)
+                                  for s in seeds for p in ("train", "eval")])
+        runner.stage("rm", [(str(sd[s] / f"rm-{k}-{budget}"), key_of(dkey[s], bkey, cfg.rm, k, budget, cfg.base.max_length),
+                             job_rm, k, budget, cfg, s, base_dir, str(sd[s] / "data"), fdirs[s], inner, ("eval",))
+                            for s in seeds for budget in b.budgets[::-1] for k in KINDS])
+    finally:
+        runner.close()
+    t = time.perf_counter()
+    per_seed = {s: seed_accuracy(cfg, sd[s], s) for s in seeds}
+    acc = {k: np.stack([per_seed[s][k] for s in seeds]) for k in (*KINDS, "majority")}
+    summary = {"study": NAME, "preset": cfg.name, "seeds": list(seeds), "command": command, "n": b.n,
+               "budgets": list(b.budgets), "settings": dataclasses.asdict(b), "rm_steps": cfg.rm.steps, "rm_batch_size": cfg.rm.batch_size,
+               "eval": f"{b.eval_problems} problems x {b.eval_samples} samples per seed",
+               **curve_stats(list(b.budgets), acc, cfg.bootstrap, 0)}
+    summary["per_seed"] = {str(s): {k: [float(x) for x in per_seed[s][k].mean(axis=1)] for k in per_seed[s]}
+                           for s in seeds}
+    runner.timings["evaluate"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
+    summary["job_seconds"] = _job_seconds(sd)
+    summary["timings"] = runner.timings
+    write_pages(out, cfg, summary)
+    summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
+    write_json(out / "summary.json", summary)
+    from prmkit.lab.report import refresh_lab_report
+
+    if refresh_lab_report(run_dir):
+        log(f"lab report updated: {Path(run_dir) / 'report.html'}")
+    log(f"study report: {out / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")
+    return summary
+
+
+def _job_seconds(seed_dirs: dict) -> dict:
+    """Compute seconds of every job (from ``done.json``), keyed ``seed/job``: what a default run costs."""
+    out = {}
+    for s, d in seed_dirs.items():
+        for done in sorted(Path(d).glob("*/done.json")):
+            info = json.loads(done.read_text())
+            out[f"{s}/{done.parent.name}"] = {k: info[k] for k in ("seconds", "train_seconds", "score_seconds")
+                                              if k in info}
+    return out
+
+
+# --- figure and pages ----------------------------------------------------------------------------------------
+
+STYLE = {"prm": ("C0", "PRM (min)"), "orm": ("C1", "ORM"), "majority": ("0.4", "majority vote")}
+
+
+def plot_curve(summary: dict, path: Path) -> str:
+    """Accuracy against labels (log x): per-seed points, the mean with 95% CI bars, the fitted lines."""
+    import matplotlib.pyplot as plt
+
+    from prmkit.evaluate.plots import _save
+
+    labels = summary["budgets"]
+    fig, ax = plt.subplots(figsize=(6.5, 4.2))
+    for j, kind in enumerate(KINDS):
+        color, name = STYLE[kind]
+        acc = summary["accuracy"][kind]
+        mean = np.array([acc[str(b)]["mean"] for b in labels])
+        ci = np.array([acc[str(b)]["ci95"] for b in labels])
+        shift = np.exp((j - 0.5) * 0.04)  # side by side, so bars and points do not hide each other
+        for b in labels:
+            ax.scatter([b * shift] * len(acc[str(b)]["per_seed"]), [100 * v for v in acc[str(b)]["per_seed"]],
+                       s=12, color=color, alpha=0.35, zorder=2)
+        ax.errorbar(np.array(labels) * shift, 100 * mean, yerr=100 * np.abs(ci.T - mean), fmt="o", color=color,
+                    capsize=3, zorder=3, label=f"{name}, mean over seeds (95% CI)")
+        fit = summary["fit"][kind]
+        xs = np.geomspace(labels[0], labels[-1], 50)
+        ax.plot(xs, 100 * (fit["intercept"] + fit["slope"] * np.log(xs)), color=color, linestyle="--", zorder=1,
+                label=f"{name} fit: {fit['points_per_doubling']:+.1f} pts per doubling")
+    maj = np.mean([summary["accuracy"]["majority"][str(b)]["mean"] for b in labels])
+    ax.axhline(100 * maj, color=STYLE["majority"][0], linestyle=":", label=f"majority@{summary['n']} (no labels)")
+    ax.set_xscale("log")
+    ax.set_xticks(labels)
+    ax.set_xticklabels([f"{b:,}" for b in labels])
+    ax.minorticks_off()
+    ax.set_xlabel("labelled solutions (log scale)")
+    ax.set_ylabel(f"best-of-{summary['n']} accuracy (%)")
+    ax.set_title(f"Label budget: process vs outcome supervision (seeds {', '.join(map(str, summary['seeds']))})",
+                 fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    return _save(fig, path)
+
+
+def _pct_ci(d: dict) -> str:
+    return f"{100 * d['mean']:.1f} [{100 * d['ci95'][0]:.1f}, {100 * d['ci95'][1]:.1f}]"
+
+
+def _ratio(x: float) -> str:
+    return "inf" if not math.isfinite(x) else f"{x:.2f}"
+
+
+def section_html(summary: dict, figure: Path) -> str:
+    """The study's HTML fragment (from ``<h2>``): what was run, the tables, the figure, what it shows."""
+    from prmkit.evaluate.report import _figure, _table
+
+    n, labels, acc = summary["n"], summary["budgets"], summary["accuracy"]
+    rows = [[f"{b:,}", _pct_ci(acc["prm"][str(b)]), _pct_ci(acc["orm"][str(b)]),
+             _pct_ci(summary["gap_prm_orm"][str(b)]), _pct_ci(acc["majority"][str(b)]),
+             " / ".join(f"{100 * v:.1f}" for v in acc["prm"][str(b)]["per_seed"]),
+             " / ".join(f"{100 * v:.1f}" for v in acc["orm"][str(b)]["per_seed"])] for b in labels]
+    acc_table = _table(["labelled solutions", f"PRM min@{n}", f"ORM@{n}", "PRM - ORM", f"majority@{n}",
+                        "PRM per seed", "ORM per seed"], rows)
+    fit_rows = [[STYLE[k][1], f"{100 * f['slope']:.2f}", f"{f['points_per_doubling']:+.2f}", f"{100 * f['intercept']:.1f}",
+                 " / ".join(f"{100 * v:.2f}" for v in f["per_seed_slope"])] for k, f in summary["fit"].items()]
+    fit_table = _table(["reward model", "slope (pts per ln label)", "pts per doubling", "intercept (pts at 1 label)",
+                        "slope per seed"], fit_rows)
+    e = summary["efficiency"]
+    eq_rows = [[f"{int(b):,}", f"{v['orm_labels']:,.0f}" + (" (extrapolated)" if v["extrapolated"] else ""),
+                f"{_ratio(v['factor'])} [{_ratio(v['ci95'][0])}, {_ratio(v['ci95'][1])}]",
+                " / ".join(_ratio(x) for x in v["per_seed"])] for b, v in summary["equivalent_labels"].items()]
+    eq_table = _table(["PRM labels", "ORM labels to match (fitted lines)", "factor (95% CI)", "per seed"], eq_rows)
+    return "\n".join([
+        "<h2>Study: the label-budget curve (process vs outcome supervision)</h2>",
+        (f"<p>PRM and ORM from the same base model, trained on the first B of one shuffled pool of labelled "
+        f"solutions (the PRM on the simulated labellers' phase-2 step ratings, the ORM on the final-answer "
+        f"grades of the same solutions), each with {summary['rm_steps']} optimiser steps of {summary.get('rm_batch_size', 32)} at every "
+        f"budget; "
+        f"best-of-{n} per held-out problem ({html.escape(summary['eval'])}); means over seeds "
+        f"{', '.join(map(str, summary['seeds']))} with 95% bootstrap intervals over seeds and problems.</p>"),
+        acc_table, _figure(figure),
+        "<h3>Best-fit lines: accuracy against ln(labels)</h3>", fit_table,
+        (f"<p><b>Data-efficiency factor (the paper's method, slope of PRM / slope of ORM): "
+        f"{_ratio(e['factor'])}</b>, 95% CI [{_ratio(e['ci95'][0])}, {_ratio(e['ci95'][1])}], per seed "
+        f"{' / '.join(_ratio(x) for x in e['per_seed'])} (resamples with an ORM slope at or below zero: "
+        f"{100 * e['non_positive_baseline_share']:.1f}%). A factor above 1 means the PRM's accuracy climbs faster "
+        f"per label; below 1, the ORM's does, which happens when the PRM starts high and the ORM catches up.</p>"),
+        "<h3>Labels the ORM needs to match the PRM</h3>",
+        ("<p class='note'>The horizontal reading of the same lines: at each PRM budget, the number of labels at "
+        "which the ORM's fitted line reaches the PRM's fitted accuracy, and that number over the budget "
+        "(a factor of 4 means the ORM needs four times the labels).</p>"), eq_table,
+        f"<p>{html.escape(_findings(summary))}</p>", _compute_note(summary)])
+
+
+def _compute_note(summary: dict) -> str:
+    """Compute seconds of the jobs by stage, when the summary has them (from ``done.json``)."""
+    stages = {k: v["job_seconds"] for k, v in summary.get("timings", {}).items() if "job_seconds" in v}
+    if not stages:
+        return ""
+    text = ", ".join(f"{k} {v:,.0f} s" for k, v in stages.items())
+    return (f"<p class='note'>Compute (sum over jobs, one core each, when they ran): {text}; "
+            f"{sum(stages.values()) / 60:.1f} core-minutes in all.</p>")
+
+
+def _findings(summary: dict) -> str:
+    """The directions, stated from the numbers (never pre-written)."""
+    d, labels = summary["direction"], summary["budgets"]
+    gaps = summary["gap_prm_orm"]
+    below = [f"{b:,}" for b in labels if gaps[str(b)]["ci95"][0] <= 0]
+    parts = [f"PRM accuracy {'rises' if d['prm_rises'] else 'does not rise'} from {labels[0]:,} to {labels[-1]:,} labels",
+             "the PRM is ahead of the ORM at every budget" if d["prm_ge_orm_every_budget"]
+             else "the PRM is not ahead of the ORM at every budget"]
+    parts.append("the gap's CI includes zero at " + ", ".join(below) + " labels" if below
+                 else "the gap's CI excludes zero at every budget")
+    return "As measured: " + "; ".join(parts) + "."
+
+
+def write_pages(out: Path, cfg: LabConfig, summary: dict) -> None:
+    """``figures/budget.png``, ``section.html`` and the standalone ``report.html`` of the study."""
+    from prmkit.evaluate.report import _CSS
+    from prmkit.io import atomic_output
+    from prmkit.lab.report import _timings_table
+
+    figure = Path(plot_curve(summary, out / "figures" / "budget.png"))
+    section = section_html(summary, figure)
+    with atomic_output(out / "section.html") as f:
+        f.write(section + "\n")
+    page = [(f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab study budget</title>"
+            f"<style>{_CSS}</style></head><body>"),
+            f"<h1>prmkit lab study budget: preset {html.escape(cfg.name)}</h1>",
+            f"<p>Reproduce with <code>{html.escape(summary['command'] or '(run from Python)')}</code></p>",
+            section, "<h2>Wall time per stage</h2>", _timings_table(summary["timings"]),
+            "<h2>Configuration</h2>",
+            f"<pre>{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre>", "</body></html>"]
+    with atomic_output(out / "report.html") as f:
+        f.write("\n".join(page))
+
+
+__all__ = [
+    "curve_stats",
+    "equivalence",
+    "equivalent_labels",
+    "job_data",
+    "majority_per_problem",
+    "plot_curve",
+    "rm_scores",
+    "run_study",
+    "section_html",
+    "seed_accuracy",
+    "study_config",
+    "write_pages",
+]

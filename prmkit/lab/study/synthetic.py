@@ -1,0 +1,510 @@
+"""``prmkit lab study synthetic``: the paper's small-scale synthetic supervision, in the lab.
+
+A *large PRM* stands in for the human labellers (the paper's PRM_large): the lab's PRM trained once
+per run on many more simulated labels (``synthetic.large_problems x large_samples``, problems drawn
+with ``synthetic.large_seed``, never a run seed) and for more steps than the small models get. For each
+run seed, fresh training problems (the train split of that seed) get ``max(per_problem)`` samples; the
+first ``k`` samples of every problem are labelled three ways, the same solutions for all three:
+
+- ``process``: the large PRM's process labels: +1 up to its first predicted error (the first step with
+  P(negative) > ``synthetic.threshold``, the paper's 0.2), that step -1, the record cut there (phase 2);
+- ``outcome``: the large PRM's outcome label: 1 when it flags no step and the solution has an answer, else 0;
+- ``answer``: final-answer checking (the grade), what an ORM normally learns from.
+
+A small PRM learns from ``process``, small ORMs from ``outcome`` and ``answer`` (``rm_steps`` optimiser
+steps each, the same for every method and budget), and each is evaluated by best-of-``n`` on the seed's
+held-out pool (exact expectation, :func:`~prmkit.lab.study.core.bon_per_problem`). Accuracies and the
+paired differences (process - outcome, outcome - answer) carry 95% bootstrap intervals over seeds and
+problems (:func:`~prmkit.lab.study.core.mean_ci`); the paper's ordering is process > large-PRM outcome >
+answer checking at every budget. The large PRM's own step AUROC against the oracle, its best-of-``n``,
+and how its labels agree with the oracle's are reported beside them.
+
+Outputs in ``RUN_DIR/study-synthetic/``: ``large/`` (data, features and the large PRM, shared by all
+seeds), ``seed-S/`` (``data``, ``features-{fresh,eval}``, ``label`` (the large PRM's scores and the
+labelled files), ``rm-<method>-<k>``), ``summary.json``, ``section.html``, ``report.html``, ``figures/``.
+Every job is resumable (:func:`prmkit.lab.run.run_job`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from prmkit.lab.run import Runner, _init_worker, job_base, job_features, key_of
+from prmkit.lab.study.core import (bon_per_problem, grouped, job_train_score, load_probs, mean_ci, save_probs,
+                                   solution_scores, study_dir, write_json)
+
+METHODS = ("process", "outcome", "answer")
+NAMES = {"process": "process (large PRM)", "outcome": "outcome (large PRM)", "answer": "answer checking"}
+KIND = {"process": "prm", "outcome": "orm", "answer": "orm"}
+DIFFERENCES = (("process", "outcome"), ("outcome", "answer"), ("process", "answer"))
+SENSITIVITY = (0.1, 0.2, 0.3, 0.5, 0.7)
+"""Thresholds at which the large PRM's labels are compared with the oracle's (a diagnostic; training uses
+``synthetic.threshold`` only)."""
+VERSION = 1
+"""Bumped when a job's output format changes, so stale folders are recomputed."""
+
+
+# --- labels from the large PRM (pure) ------------------------------------------------------------------
+
+def flagged_step(p_neg, threshold: float) -> int | None:
+    """Index of the first step whose P(negative) exceeds ``threshold`` (None: no step flagged).
+
+    >>> flagged_step([0.05, 0.1, 0.6, 0.9], 0.2), flagged_step([0.05, 0.2], 0.2)
+    (2, None)
+    """
+    above = np.flatnonzero(np.asarray(p_neg, float) > threshold)
+    return int(above[0]) if above.size else None
+
+
+def process_record(sol, p_neg, threshold: float):
+    """``sol`` with the large PRM's process labels, phase-2 style: +1 up to its first flagged step, that step -1,
+    the record cut after it. Steps it did not score (past truncation) stay unrated.
+
+    >>> from prmkit.schema import Solution
+    >>> s = Solution.from_steps("q", ["a", "b", "c"], answer="1")
+    >>> r = process_record(s, [0.1, 0.5, 0.9], 0.2)
+    >>> r.ratings, r.finish_reason, r.label_source
+    ([1, -1], 'found_error', 'model')
+    >>> process_record(s, [0.1, 0.1], 0.2).ratings
+    [1, 1, None]
+    """
+    from prmkit.schema import Step
+
+    stop = flagged_step(p_neg, threshold)
+    texts = sol.texts if stop is None else sol.texts[: stop + 1]
+    ratings = [(-1 if i == stop else 1) if i < len(p_neg) else None for i in range(len(texts))]
+    reason = "found_error" if stop is not None else ("solution" if sol.answer is not None else "give_up")
+    return dataclasses.replace(sol, steps=[Step.of(t, rating=r) for t, r in zip(texts, ratings)],
+                               finish_reason=reason, **_provenance(sol, "process"))
+
+
+def outcome_record(sol, p_neg, threshold: float):
+    """``sol`` with the large PRM's outcome label: 1.0 when it flags no step and there is an answer, else 0.0.
+
+    >>> from prmkit.schema import Solution
+    >>> s = Solution.from_steps("q", ["a", "b"], answer="1", grade="correct")
+    >>> outcome_record(s, [0.1, 0.5], 0.2).outcome, outcome_record(s, [0.1, 0.1], 0.2).outcome
+    (0.0, 1.0)
+    """
+    ok = flagged_step(p_neg, threshold) is None and sol.answer is not None
+    return dataclasses.replace(sol, outcome=1.0 if ok else 0.0, **_provenance(sol, "outcome"))
+
+
+def answer_record(sol):
+    """``sol`` for an ORM on final-answer checking: no outcome label, so the trainer reads the grade."""
+    return dataclasses.replace(sol, outcome=None, meta={**sol.meta, "synthetic": "answer"})
+
+
+def _provenance(sol, method: str) -> dict:
+    return {"label_source": "model", "labeller": "prm-large", "meta": {**sol.meta, "synthetic": method}}
+
+
+def first_k(solutions: list, k: int) -> list:
+    """The first ``k`` samples of every problem, in the original order (budgets are nested).
+
+    >>> from prmkit.schema import Solution
+    >>> sols = [Solution.from_steps(q, ["x"], id=f"{q}{j}") for q in "ab" for j in range(3)]
+    >>> [s.id for s in first_k(sols, 2)]
+    ['a0', 'a1', 'b0', 'b1']
+    """
+    keep = sorted(i for g in grouped(solutions) for i in g[:k])
+    return [solutions[i] for i in keep]
+
+
+def orm_scores(probs: list[np.ndarray], solutions) -> np.ndarray:
+    """An ORM's score of every solution: P(correct) at the last step's end; -inf when the end was not read
+    (no steps, or cut by truncation), as the lab run leaves such a solution unscored.
+
+    >>> from prmkit.schema import Solution
+    >>> sols = [Solution.from_steps("q", ["a", "b"]), Solution.from_steps("q", ["a", "b"])]
+    >>> orm_scores([np.array([[0.9, 0.1], [0.3, 0.7]]), np.array([[0.9, 0.1]])], sols).tolist()
+    [0.3, -inf]
+    """
+    return np.array([p[-1, 0] if len(p) and len(p) == len(s.texts) else -np.inf for p, s in zip(probs, solutions)],
+                    dtype=float)
+
+
+def label_agreement(solutions, probs: list[np.ndarray], threshold: float) -> dict:
+    """How the large PRM's labels of ``solutions`` agree with the oracle's truth (shares in [0, 1]).
+
+    ``process_first_error``: its first flagged step is the oracle's first wrong step (or both have none);
+    ``flagged`` and ``oracle_wrong``: shares of solutions it flags, and with a wrong step (the oracle);
+    ``outcome``: its outcome label equals the oracle's (no wrong step, and an answer); ``answer_check``:
+    the grade equals the oracle's outcome (how far answer checking is from it); ``caught_right_answer_wrong_step``:
+    of right answers reached through a wrong step, the share it flags.
+    """
+    from prmkit.lab.oracle import oracle_labels
+
+    first_ok, outcome_ok, grade_ok, caught, sneaky, flagged, n_wrong = [], [], [], 0, 0, 0, 0
+    for sol, p in zip(solutions, probs):
+        truth = [lab.rating for lab in oracle_labels(sol)]
+        wrong = [i for i, r in enumerate(truth) if r == -1]
+        stop = flagged_step(p[:, 1], threshold)
+        clean = not wrong and sol.answer is not None
+        first_ok.append(stop == (wrong[0] if wrong else None))
+        outcome_ok.append((stop is None and sol.answer is not None) == clean)
+        grade_ok.append((sol.grade == "correct") == clean)
+        flagged += stop is not None
+        n_wrong += bool(wrong)
+        if sol.grade == "correct" and wrong:
+            sneaky += 1
+            caught += stop is not None
+    return {"solutions": len(first_ok), "flagged": flagged / max(len(first_ok), 1),
+            "oracle_wrong": n_wrong / max(len(first_ok), 1),
+            "process_first_error": float(np.mean(first_ok)), "outcome": float(np.mean(outcome_ok)),
+            "answer_check": float(np.mean(grade_ok)), "right_answer_wrong_step": sneaky,
+            "caught_right_answer_wrong_step": caught / sneaky if sneaky else float("nan")}
+
+
+def step_auroc(solutions, probs: list[np.ndarray]) -> float:
+    """AUROC of P(step correct) against the oracle (+1 and 0 correct, -1 wrong), over every scored step."""
+    from prmkit.evaluate.steps import auroc
+    from prmkit.lab.oracle import oracle_labels
+
+    scores, truth = [], []
+    for sol, p in zip(solutions, probs):
+        for row, lab in zip(p, oracle_labels(sol)):
+            scores.append(row[0])
+            truth.append(int(lab.rating >= 0))
+    y = np.asarray(truth)
+    return float(auroc(np.asarray(scores), y)) if y.size and y.min() != y.max() else float("nan")
+
+
+def ordering(acc: dict, diffs: dict) -> dict:
+    """Per budget: does process > outcome > answer hold on the means, and with both intervals above zero?
+
+    ``acc[method][k]`` and ``diffs["a-b"][k]`` are :func:`~prmkit.lab.study.core.mean_ci` results.
+
+    >>> m = lambda v, lo: {"mean": v, "ci95": [lo, v + 1]}
+    >>> acc = {"process": {1: m(0.8, 0)}, "outcome": {1: m(0.5, 0)}, "answer": {1: m(0.4, 0)}}
+    >>> ordering(acc, {"process-outcome": {1: m(0.3, 0.1)}, "outcome-answer": {1: m(0.1, -0.05)}})[1]
+    {'holds': True, 'significant': False, 'process>outcome': True, 'outcome>answer': True}
+    """
+    out = {}
+    for k in acc["process"]:
+        po, oa = diffs["process-outcome"][k], diffs["outcome-answer"][k]
+        out[k] = {"holds": po["mean"] > 0 and oa["mean"] > 0, "significant": po["ci95"][0] > 0 and oa["ci95"][0] > 0,
+                  "process>outcome": po["mean"] > 0, "outcome>answer": oa["mean"] > 0}
+    return out
+
+
+# --- jobs ------------------------------------------------------------------------------------------------
+
+def job_large_data(out: Path, cfg, seed: int) -> dict:
+    """The large PRM's training pool (train split of ``seed``) and its simulated labels."""
+    from prmkit.io import write_records
+    from prmkit.lab.labellers import label
+    from prmkit.lab.pools import generate_pool
+
+    sc = cfg.synthetic
+    pool = generate_pool(cfg, seed, "train", problems=sc.large_problems, samples=sc.large_samples)
+    write_records(out / "train.jsonl.gz", pool)
+    write_records(out / "labelled.jsonl.gz", label(pool, cfg.labellers, seed))
+    return {"solutions": len(pool)}
+
+
+def job_pools(out: Path, cfg, seed: int) -> dict:
+    """A run seed's fresh training pool (``problems x max(per_problem)``) and held-out pool; checks that no
+    fresh problem is one of the large PRM's."""
+    from prmkit.io import write_records
+    from prmkit.lab.domain import make_problems
+    from prmkit.lab.pools import generate_pool
+
+    sc = cfg.synthetic
+    fresh = generate_pool(cfg, seed, "train", problems=sc.problems, samples=max(sc.per_problem))
+    held = generate_pool(cfg, seed, "eval", problems=sc.eval_problems, samples=sc.eval_samples)
+    large = {p.problem for p in make_problems(cfg.family("train"), sc.large_problems, sc.large_seed, "train")}
+    shared = len({s.problem.problem for s in fresh} & large)
+    if shared:
+        raise ValueError(f"{shared} fresh training problems of seed {seed} are also the large PRM's")
+    write_records(out / "fresh.jsonl.gz", fresh)
+    write_records(out / "eval.jsonl.gz", held)
+    return {"fresh": len(fresh), "eval": len(held)}
+
+
+def job_label(out: Path, cfg, large_cfg, base_dir: str, large_dir: str, data_dir: str, feat_dirs: dict,
+              progress: bool) -> dict:
+    """Score the fresh and held-out pools with the large PRM; write the three labelled sets at every budget."""
+    from prmkit.io import read_solutions, write_records
+    from prmkit.lab.base import lab_format
+    from prmkit.lab.features import Features
+    from prmkit.lab.rm import load_rm, rm_probabilities
+
+    _init_worker()
+    sc = cfg.synthetic
+    model, tok = load_rm(large_dir, base_dir, large_cfg.rm)
+    fmt = lab_format(cfg.base.max_length)
+    probs, sols = {}, {}
+    for pool in ("fresh", "eval"):
+        sols[pool] = list(read_solutions(Path(data_dir) / f"{pool}.jsonl.gz"))
+        feats = Features.load(Path(feat_dirs[pool]) / "features.npz")
+        probs[pool] = rm_probabilities(model, tok, sols[pool], feats, fmt, progress=progress, desc=f"large PRM: {pool}")
+        save_probs(out / f"probs-{pool}.npz", probs[pool])
+    fresh, p_neg = sols["fresh"], {s.id: p[:, 1] for s, p in zip(sols["fresh"], probs["fresh"])}
+    for k in sc.per_problem:
+        chosen = first_k(fresh, k)
+        write_records(out / f"process-{k}.jsonl.gz", [process_record(s, p_neg[s.id], sc.threshold) for s in chosen])
+        write_records(out / f"outcome-{k}.jsonl.gz", [outcome_record(s, p_neg[s.id], sc.threshold) for s in chosen])
+        write_records(out / f"answer-{k}.jsonl.gz", [answer_record(s) for s in chosen])
+    stats = {"agreement": label_agreement(fresh, probs["fresh"], sc.threshold),
+             "by_threshold": {str(t): label_agreement(fresh, probs["fresh"], t) for t in SENSITIVITY},
+             "step_auroc_eval": step_auroc(sols["eval"], probs["eval"])}
+    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+    return stats
+
+
+# --- the pipeline ----------------------------------------------------------------------------------------
+
+def study_configs(cfg):
+    """(small, large): ``cfg`` with the small reward models' and the large PRM's optimiser steps."""
+    sc = cfg.synthetic
+    small = cfg.replace({"rm.steps": sc.rm_steps}) if sc.rm_steps else cfg
+    large = cfg.replace({"rm.steps": sc.large_steps}) if sc.large_steps else cfg
+    return small, large
+
+
+def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
+              log=print) -> dict:
+    """Run the synthetic-supervision study for ``seeds`` into ``RUN_DIR/study-synthetic/``; return the summary."""
+    sc = cfg.synthetic
+    if sc.large_seed in seeds:
+        raise ValueError(f"synthetic.large_seed {sc.large_seed} is also a run seed: its problems would not be fresh")
+    _init_worker()
+    root = study_dir(run_dir, "synthetic")
+    root.mkdir(parents=True, exist_ok=True)
+    small_cfg, large_cfg = study_configs(cfg)
+    runner = Runner(jobs=jobs, progress=progress, log=log)
+    inner = progress and jobs == 1
+    start = time.perf_counter()
+    try:
+        sd = {s: root / f"seed-{s}" for s in seeds}
+        large = root / "large"
+        large_key = key_of(cfg.domain, cfg.generator, cfg.labellers, sc.large_problems, sc.large_samples,
+                           sc.large_seed, VERSION)
+        pool_key = {s: key_of(cfg.domain, cfg.generator, sc.problems, max(sc.per_problem), sc.eval_problems,
+                              sc.eval_samples, sc.large_problems, sc.large_seed, s, VERSION) for s in seeds}
+        runner.stage("data", [(str(large / "data"), large_key, job_large_data, cfg, sc.large_seed)]
+                     + [(str(sd[s] / "data"), pool_key[s], job_pools, cfg, s) for s in seeds])
+        from prmkit.lab.base import base_key
+
+        bkey = base_key(cfg.base, cfg)
+        base_dir = runner.stage("base", [(str(root / "base"), bkey, job_base, cfg, progress)])[0]["path"]
+        ml = cfg.base.max_length
+        fdirs = {s: {p: str(sd[s] / f"features-{p}") for p in ("fresh", "eval")} for s in seeds}
+        runner.stage("large features", [(str(large / "features"), key_of(large_key, bkey, ml), job_features, base_dir,
+                                         str(large / "data" / "train.jsonl.gz"), ml, inner)])
+        prm_key = key_of(large_key, bkey, large_cfg.rm, ml, VERSION)
+        # the large PRM trains while the other workers compute the seeds' features: one stage
+        runner.stage("large PRM, features", [
+            (str(large / "prm"), prm_key, job_train_score, "prm", str(large / "data" / "labelled.jsonl.gz"),
+             str(large / "features"), large_cfg, sc.large_seed, base_dir, {}, inner),
+            *((fdirs[s][p], key_of(pool_key[s], bkey, p, ml), job_features, base_dir,
+               str(sd[s] / "data" / f"{p}.jsonl.gz"), ml, inner) for s in seeds for p in ("fresh", "eval"))])
+        label_key = {s: key_of(prm_key, pool_key[s], sc.threshold, sc.per_problem, VERSION) for s in seeds}
+        runner.stage("label", [(str(sd[s] / "label"), label_key[s], job_label, cfg, large_cfg, base_dir,
+                                str(large / "prm"), str(sd[s] / "data"), fdirs[s], inner) for s in seeds])
+        rcalls = []
+        for k in sorted(sc.per_problem, reverse=True):  # the largest sets first: they finish last otherwise
+            for s in seeds:
+                for m in METHODS:
+                    key = key_of(label_key[s], m, k, small_cfg.rm, ml, VERSION)
+                    rcalls.append((str(sd[s] / f"rm-{m}-{k}"), key, job_train_score, KIND[m],
+                                   str(sd[s] / "label" / f"{m}-{k}.jsonl.gz"), fdirs[s]["fresh"], small_cfg, s,
+                                   base_dir, {"eval": (str(sd[s] / "data" / "eval.jsonl.gz"), fdirs[s]["eval"])},
+                                   inner))
+        runner.stage("small RMs", rcalls)
+    finally:
+        runner.close()
+    summary = summarise(cfg, seeds, root)
+    summary["timings"] = runner.timings
+    summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
+    summary["command"] = command
+    write_outputs(root, cfg, summary, command)
+    write_json(root / "summary.json", summary)
+    log(f"synthetic study: {root / 'report.html'} ({summary['total_wall_seconds']:.0f} s)")
+    return summary
+
+
+def summarise(cfg, seeds: list[int], root: Path) -> dict:
+    """Every number of the study from the jobs' outputs: per seed, and over seeds with 95% intervals."""
+    from prmkit.io import read_solutions
+
+    sc = cfg.synthetic
+    per_problem: dict = {m: {k: [] for k in sc.per_problem} for m in METHODS}
+    large_acc, first, per_seed = [], [], {}
+    for s in seeds:
+        sols = list(read_solutions(root / f"seed-{s}" / "data" / "eval.jsonl.gz"))
+        large_probs = load_probs(root / f"seed-{s}" / "label" / "probs-eval.npz")
+        large_acc.append(bon_per_problem(sols, solution_scores(large_probs), sc.n))
+        first.append(np.array([np.mean([sols[i].grade == "correct" for i in g]) for g in grouped(sols)]))
+        stats = json.loads((root / f"seed-{s}" / "label" / "stats.json").read_text())
+        per_seed[str(s)] = {"large_prm": {**stats, f"bon@{sc.n}": float(large_acc[-1].mean())}, "accuracy": {}}
+        for m in METHODS:
+            for k in sc.per_problem:
+                probs = load_probs(root / f"seed-{s}" / f"rm-{m}-{k}" / "probs-eval.npz")
+                scores = solution_scores(probs) if KIND[m] == "prm" else orm_scores(probs, sols)
+                acc = bon_per_problem(sols, scores, sc.n)
+                per_problem[m][k].append(acc)
+                per_seed[str(s)]["accuracy"][f"{m}@{k}"] = float(acc.mean())
+    acc = {m: {k: mean_ci(np.stack(per_problem[m][k])) for k in sc.per_problem} for m in METHODS}
+    diffs = {f"{a}-{b}": {k: mean_ci(np.stack(per_problem[a][k]) - np.stack(per_problem[b][k])) for k in sc.per_problem}
+             for a, b in DIFFERENCES}
+    large_stats = json.loads((root / "large" / "prm" / "done.json").read_text())
+    return {"study": "synthetic", "preset": cfg.name, "seeds": seeds, "n": sc.n, "config": dataclasses.asdict(sc),
+            "rm_steps": study_configs(cfg)[0].rm.steps,
+            "labels": {str(k): sc.problems * k for k in sc.per_problem},
+            "accuracy": {m: {str(k): v for k, v in acc[m].items()} for m in METHODS},
+            "differences": {d: {str(k): v for k, v in diffs[d].items()} for d in diffs},
+            "ordering": {str(k): v for k, v in ordering(acc, diffs).items()},
+            "large_prm": {"labels": sc.large_problems * sc.large_samples, "steps": study_configs(cfg)[1].rm.steps,
+                          "final_loss": large_stats.get("final_loss"), f"bon@{sc.n}": mean_ci(np.stack(large_acc)),
+                          "step_auroc_eval": [per_seed[str(s)]["large_prm"]["step_auroc_eval"] for s in seeds]},
+            "first_sample": mean_ci(np.stack(first)), "per_seed": per_seed,
+            "job_seconds": _job_seconds(root)}
+
+
+def _job_seconds(root: Path) -> dict:
+    """Compute seconds of every job (from its ``done.json``), by folder relative to the study folder."""
+    return {str(p.parent.relative_to(root)): json.loads(p.read_text()).get("seconds")
+            for p in sorted(root.glob("**/done.json"))}
+
+
+# --- figure and pages ---------------------------------------------------------------------------------
+
+def plot_synthetic(summary: dict, path: Path) -> str:
+    """Best-of-N accuracy against samples per problem (log x), one line per method with 95% CI bars."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from prmkit.evaluate.plots import _save
+
+    ks = sorted(int(k) for k in summary["labels"])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for j, m in enumerate(METHODS):
+        cells = [summary["accuracy"][m][str(k)] for k in ks]
+        y = np.array([100 * c["mean"] for c in cells])
+        err = np.array([[y[i] - 100 * c["ci95"][0], 100 * c["ci95"][1] - y[i]] for i, c in enumerate(cells)]).T
+        ax.errorbar(np.array(ks) * (1 + 0.03 * (j - 1)), y, yerr=err, marker="o", capsize=3, color=f"C{j}",
+                    label=NAMES[m])
+    large = summary["large_prm"][f"bon@{summary['n']}"]["mean"]
+    ax.axhline(100 * large, color="C3", linestyle="--", alpha=0.7, label="the large PRM itself")
+    ax.axhline(100 * summary["first_sample"]["mean"], color="grey", linestyle=":", alpha=0.7, label="first sample")
+    ax.set_xscale("log")
+    ax.set_xticks(ks)
+    ax.set_xticklabels([str(k) for k in ks])
+    ax.minorticks_off()
+    ax.set_xlabel(f"samples per training problem ({summary['config']['problems']} problems)")
+    ax.set_ylabel(f"best-of-{summary['n']} accuracy (%)")
+    ax.set_title(f"Synthetic supervision, seeds {', '.join(map(str, summary['seeds']))} (95% CI)", fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def _cell(c: dict, signed: bool = False) -> str:
+    fmt = "{:+.1f}" if signed else "{:.1f}"
+    return f"{fmt.format(100 * c['mean'])} [{100 * c['ci95'][0]:.1f}, {100 * c['ci95'][1]:.1f}]"
+
+
+def results_table(summary: dict) -> str:
+    from prmkit.evaluate.report import _table
+
+    rows = []
+    for k in sorted(summary["labels"], key=int):
+        o = summary["ordering"][k]
+        verdict = ("holds" + (" (both CIs above 0)" if o["significant"] else " (not significant)")) if o["holds"] \
+            else "does not hold: " + ", ".join(n for n in ("process>outcome", "outcome>answer") if not o[n]) + " fails"
+        rows.append([k, f"{summary['labels'][k]:,}", *(_cell(summary["accuracy"][m][k]) for m in METHODS),
+                     *(_cell(summary["differences"][d][k], True) for d in ("process-outcome", "outcome-answer")), verdict])
+    n = summary["n"]
+    return _table(["samples / problem", "labels", f"process @{n}", f"large-PRM outcome @{n}", f"answer check @{n}",
+                   "process - outcome", "outcome - answer", "process > outcome > answer"], rows)
+
+
+def large_table(summary: dict) -> str:
+    from prmkit.evaluate.report import _table
+
+    rows = []
+    for s, v in summary["per_seed"].items():
+        lp, a = v["large_prm"], v["large_prm"]["agreement"]
+        rows.append([s, f"{lp['step_auroc_eval']:.3f}", f"{100 * lp['bon@' + str(summary['n'])]:.1f}",
+                     f"{100 * a['flagged']:.1f}", f"{100 * a['process_first_error']:.1f}", f"{100 * a['outcome']:.1f}",
+                     f"{100 * a['answer_check']:.1f}", f"{100 * a['caught_right_answer_wrong_step']:.1f}"])
+    return _table(["seed", "step AUROC (held out)", f"best-of-{summary['n']}", "flags a step (%)",
+                   "first error = oracle's (%)", "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
+                   "right answer, wrong step: flagged (%)"], rows)
+
+
+def threshold_table(summary: dict) -> str:
+    from prmkit.evaluate.report import _table
+
+    seeds = list(summary["per_seed"].values())
+    rows = []
+    for t in seeds[0]["large_prm"]["by_threshold"]:
+        cells = [[s["large_prm"]["by_threshold"][t][key] for s in seeds]
+                 for key in ("flagged", "process_first_error", "outcome", "answer_check", "caught_right_answer_wrong_step")]
+        rows.append([t, *(f"{100 * np.mean(c):.1f}" for c in cells)])
+    wrong = np.mean([s["large_prm"]["agreement"]["oracle_wrong"] for s in seeds])
+    return _table(["P(negative) >", f"flags a step (%; oracle: {100 * wrong:.1f})", "first error = oracle's (%)",
+                   "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
+                   "right answer, wrong step: flagged (%)"], rows)
+
+
+def section_html(summary: dict, figure: Path) -> str:
+    """The study's HTML fragment (from ``<h2>``), included verbatim in the lab report."""
+    from prmkit.evaluate.report import _figure, _table
+
+    c, n = summary["config"], summary["n"]
+    held = [k for k, o in summary["ordering"].items() if o["holds"]]
+    note = (f"<p>A large PRM ({summary['large_prm']['labels']:,} simulated labels, {summary['large_prm']['steps']} steps) "
+            f"labels fresh samples of {c['problems']} training problems per seed; the same solutions are labelled "
+            f"three ways: its process labels (steps up to its first predicted error, P(negative) &gt; {c['threshold']}), "
+            f"its outcome labels, and final-answer checking. Small reward models ({summary['rm_steps']} steps) learn "
+            f"from each; best-of-{n} on {c['eval_problems']} held-out problems x {c['eval_samples']} samples per seed. "
+            f"Accuracy in %, mean over seeds {', '.join(map(str, summary['seeds']))} with 95% bootstrap intervals "
+            f"(seeds, then problems); differences are paired on the same problems. The paper's ordering "
+            f"(process &gt; large-PRM outcome &gt; answer checking) holds on the means at "
+            f"{len(held)} of {len(summary['ordering'])} budgets.</p>")
+    rows = [[s, k, *(f"{100 * v['accuracy'][f'{m}@{k}']:.1f}" for m in METHODS)]
+            for s, v in summary["per_seed"].items() for k in sorted(summary["labels"], key=int)]
+    return "\n".join([
+        "<h2>Synthetic supervision (a large PRM labels data for small reward models)</h2>", note,
+        results_table(summary), _figure(Path(figure)),
+        f"<p class='note'>first sample: {_cell(summary['first_sample'])}; the large PRM itself, best-of-{n}: "
+        f"{_cell(summary['large_prm'][f'bon@{n}'])}.</p>",
+        "<h3>The large PRM and its labels (against the oracle, on the fresh samples)</h3>", large_table(summary),
+        "<p class='note'>Its labels at other thresholds (a diagnostic, mean over seeds; training used "
+        f"{c['threshold']}):</p>", threshold_table(summary),
+        f"<details><summary>per seed: best-of-{n} accuracy (%)</summary>"
+        + _table(["seed", "samples / problem", *(NAMES[m] for m in METHODS)], rows) + "</details>"])
+
+
+def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
+    """``figures/synthetic.png``, ``section.html`` and the standalone ``report.html``."""
+    from prmkit.evaluate.report import _CSS
+    from prmkit.io import atomic_output
+    from prmkit.lab.report import _timings_table
+
+    figure = plot_synthetic(summary, root / "figures" / "synthetic.png")
+    section = section_html(summary, Path(figure))
+    with atomic_output(root / "section.html") as f:
+        f.write(section + "\n")
+    page = [f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab study: synthetic</title>"
+            f"<style>{_CSS}</style></head><body>", "<h1>prmkit lab study: synthetic supervision</h1>",
+            f"<p>Reproduce with <code>{html.escape(command)}</code></p>", section,
+            "<h2>Wall time per stage</h2>", _timings_table(summary["timings"]),
+            "<h2>Configuration</h2>",
+            f"<pre>{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre></body></html>"]
+    with atomic_output(root / "report.html") as f:
+        f.write("\n".join(page))
+
+
+__all__ = ["METHODS", "answer_record", "first_k", "flagged_step", "label_agreement", "orm_scores", "ordering",
+           "outcome_record", "process_record", "run_study", "summarise"]

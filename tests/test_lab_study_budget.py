@@ -1,0 +1,158 @@
+"""The label-budget study: its statistics on hand-made curves, its parts, and one quick run (slow)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prmkit.lab import preset
+from prmkit.lab.study.budget import (
+    curve_stats,
+    equivalence,
+    equivalent_labels,
+    job_data,
+    majority_per_problem,
+    plot_curve,
+    rm_scores,
+    run_study,
+    section_html,
+    study_config,
+)
+from prmkit.lab.study.config import BudgetConfig
+from prmkit.schema import Problem, Solution
+
+LABELS = [250, 500, 1000, 2000]
+
+
+def curves(prm_shift: float, orm_slope: float = 0.05, seeds: int = 3, problems: int = 20, noise: float = 0.0):
+    """[seeds, budgets, problems] accuracies on lines in ln(labels): the ORM's, and the PRM's shifted left
+    by a factor ``exp(prm_shift)`` in labels (same slope)."""
+    rng = np.random.default_rng(0)
+    x = np.log(LABELS)[None, :, None]
+    orm = 0.1 + orm_slope * (x - np.log(LABELS[0])) + noise * rng.normal(size=(seeds, len(LABELS), problems))
+    prm = orm + orm_slope * prm_shift
+    return prm, orm
+
+
+def test_equivalent_labels_of_parallel_lines_is_the_shift():
+    # The PRM's line is the ORM's moved left by a factor 4 in labels: the ORM needs 4x the labels everywhere.
+    orm = [0.1 + 0.05 * math.log(b) for b in LABELS]
+    prm = [0.1 + 0.05 * math.log(4 * b) for b in LABELS]
+    assert np.allclose(np.array(equivalent_labels(LABELS, prm, orm)) / LABELS, 4.0)
+    assert np.allclose(np.array(equivalent_labels(LABELS, orm, orm)) / LABELS, 1.0)
+
+
+def test_a_flat_or_falling_orm_never_catches_up():
+    assert equivalent_labels(LABELS, [0.5, 0.6, 0.7, 0.8], [0.3] * 4) == [math.inf] * 4
+    assert equivalent_labels(LABELS, [0.5, 0.6, 0.7, 0.8], [0.4, 0.35, 0.3, 0.25]) == [math.inf] * 4
+
+
+@settings(max_examples=30, deadline=None)
+@given(shift=st.floats(-1.5, 2.5), slope=st.floats(0.01, 0.2))
+def test_equivalence_recovers_the_shift_without_noise(shift, slope):
+    prm, orm = curves(shift, slope, seeds=2, problems=5)
+    eq = equivalence(LABELS, prm, orm, n_boot=20)
+    for b in LABELS:
+        assert eq[str(b)]["factor"] == pytest.approx(math.exp(shift), rel=1e-6)
+        lo, hi = eq[str(b)]["ci95"]
+        assert lo == pytest.approx(math.exp(shift), rel=1e-6) and hi == pytest.approx(math.exp(shift), rel=1e-6)
+        needed = math.exp(shift) * b
+        if min(abs(needed / LABELS[0] - 1), abs(needed / LABELS[-1] - 1)) > 1e-6:  # not on an edge
+            assert eq[str(b)]["extrapolated"] == (not LABELS[0] <= needed <= LABELS[-1])
+
+
+def test_curve_stats_reads_directions_and_slopes():
+    prm, orm = curves(math.log(4), 0.05, noise=0.02)
+    acc = {"prm": prm, "orm": orm, "majority": np.full_like(prm, 0.3)}
+    d = curve_stats(LABELS, acc, n_boot=200)
+    assert d["direction"] == {"prm_rises": True, "prm_ge_orm_at_smallest": True, "prm_ge_orm_every_budget": True}
+    assert d["fit"]["prm"]["points_per_doubling"] == pytest.approx(100 * 0.05 * math.log(2), abs=0.5)
+    assert d["efficiency"]["factor"] == pytest.approx(1.0, abs=0.15)  # parallel lines: equal slopes
+    assert 2.5 < d["equivalent_labels"]["1000"]["factor"] < 6.5
+    gap = d["gap_prm_orm"]["250"]
+    assert gap["mean"] == pytest.approx(0.05 * math.log(4)) and gap["ci95"][0] < gap["mean"] < gap["ci95"][1] + 1e-12
+    ci = d["accuracy"]["prm"]["500"]["ci95"]
+    assert ci[0] <= d["accuracy"]["prm"]["500"]["mean"] <= ci[1]
+
+
+def test_figure_and_section_from_a_summary(tmp_path):
+    prm, orm = curves(math.log(3), 0.04, noise=0.05)
+    summary = {"budgets": LABELS, "n": 32, "seeds": [0, 1, 2], "rm_steps": 150, "eval": "20 problems x 32 samples",
+               **curve_stats(LABELS, {"prm": prm, "orm": orm, "majority": np.full_like(prm, 0.3)}, n_boot=100)}
+    fig = plot_curve(summary, tmp_path / "figures" / "budget.png")
+    html = section_html(summary, tmp_path / "figures" / "budget.png")
+    assert (tmp_path / "figures" / "budget.png").stat().st_size > 1000 and fig.endswith("budget.png")
+    assert html.startswith("<h2>") and "data:image/png;base64," in html
+    assert "Data-efficiency factor" in html and "PRM min@32" in html and "2,000" in html
+
+
+def _sol(pid: str, answer: str | None, grade: str, steps: int = 2) -> Solution:
+    return Solution.from_steps(Problem(f"problem {pid}", id=pid), [f"step {i}" for i in range(steps)],
+                               answer=answer, grade=grade)
+
+
+def test_rm_scores_are_the_lab_runs_columns():
+    sols = [_sol("a", "1", "correct"), _sol("a", "2", "incorrect", steps=3), _sol("b", None, "unparseable")]
+    probs = [np.array([[0.9, 0.1], [0.6, 0.4]]), np.array([[0.7, 0.3], [0.8, 0.2], [0.95, 0.05]]), np.zeros((0, 2))]
+    assert rm_scores(sols, probs, "prm", "positive").tolist() == pytest.approx([0.6, 0.7, -math.inf])
+    assert rm_scores(sols, probs, "orm", "positive").tolist() == pytest.approx([0.6, 0.95, -math.inf])
+    short = [np.array([[0.9, 0.1]]), probs[1], probs[2]]  # fewer rows than steps: the ORM has no score
+    assert rm_scores(sols, short, "orm", "positive")[0] == -math.inf
+    assert sols[0].scores == {}  # the records are left untouched
+
+
+def test_majority_per_problem():
+    sols = [_sol("a", "1", "correct"), _sol("a", "1", "correct"), _sol("a", "2", "incorrect"),
+            _sol("b", "5", "incorrect"), _sol("b", "5", "incorrect"), _sol("b", "3", "correct")]
+    assert majority_per_problem(sols, 3, 0.003, 0).tolist() == [1.0, 0.0]
+
+
+def test_job_data_nests_every_budget_in_one_shuffled_labelled_pool(tmp_path):
+    from prmkit.io import read_solutions
+
+    cfg = preset("quick").replace({"budget.n": 4, "budget.budgets": "6,10", "budget.eval_problems": 3,
+                                   "budget.eval_samples": 4})
+    info = job_data(tmp_path, cfg, 0)
+    train = list(read_solutions(tmp_path / "train.jsonl.gz"))
+    labelled = list(read_solutions(tmp_path / "labelled.jsonl.gz"))
+    assert info == {"labelled": 10, "train_problems": 3, "eval": 12}
+    assert [s.id for s in train] == [s.id for s in labelled] and len({s.id for s in train}) == 10
+    assert [s.problem.id for s in train] != sorted(s.problem.id for s in train)  # shuffled
+    assert all(s.label_source == "human" for s in labelled) and all(s.grade for s in train)
+
+
+def test_config_checks_and_the_rm_steps_override():
+    assert BudgetConfig(budgets=(1000, 250, 250)).budgets == (250, 1000)
+    for bad in ({"budgets": (5,)}, {"budgets": (0, 5)}, {"n": 0}, {"rm_steps": -1}, {"eval_problems": 0}):
+        with pytest.raises(ValueError):
+            BudgetConfig(**bad)
+    cfg = preset("default")
+    assert study_config(cfg).rm.steps == cfg.rm.steps == 300  # rm_steps 0: the lab's reward-model recipe
+    assert study_config(cfg.replace({"budget.rm_steps": 40})).rm.steps == 40
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)  # pretrains the base model when the session has none: ~2 min quiet, 10+ busy
+def test_quick_study_prm_rises_with_labels_and_leads_the_orm(tmp_path, lab_cache):
+    """The quick preset (250 and 4,000 labels, the lab's 300 steps), seed 0: PRM accuracy rises with labels
+    and starts ahead of the ORM. One seed keeps it near 4 minutes (four reward models of ~100 s each)."""
+    cfg = preset("quick")
+    lines = []
+    summary = run_study(cfg, [0], tmp_path, jobs=2, progress=False, log=lines.append)
+    out = tmp_path / "study-budget"
+    for name in ("summary.json", "section.html", "report.html", "figures/budget.png"):
+        assert (out / name).is_file(), name
+    small, large = (str(b) for b in cfg.budget.budgets)
+    prm, gap = summary["accuracy"]["prm"], summary["gap_prm_orm"]
+    assert prm[large]["mean"] > prm[small]["mean"], prm
+    assert gap[small]["mean"] >= 0, gap
+    assert json.loads((out / "summary.json").read_text())["efficiency"]["factor"] == summary["efficiency"]["factor"]
+    lines.clear()
+    run_study(cfg, [0], tmp_path, jobs=2, progress=False, log=lines.append)  # a rerun skips every job
+    assert all("(all cached)" in line for line in lines if line.startswith("stage ")), lines
+    assert sum(line.startswith("stage ") for line in lines) == 4

@@ -1,0 +1,97 @@
+"""``prmkit lab study``: the command line, and the lab report that shows every study section it finds."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from prmkit.cli import build_parser, main
+from prmkit.io import write_records
+from prmkit.lab import generate_pool, preset
+from prmkit.lab.report import config_from_dict, refresh_lab_report, study_sections, write_lab_report
+
+TINY = ["--set", "budget.n=4", "--set", "budget.budgets=40,80", "--set", "budget.eval_problems=6",
+        "--set", "budget.eval_samples=4", "--set", "budget.rm_steps=3"]
+
+
+def fake_lab_run(run_dir, seeds=(0,)) -> None:
+    """A finished ``prmkit lab run`` folder without any model: tiny pools with random scores, evaluated for real."""
+    from prmkit.lab.scoring import evaluate_scored
+
+    cfg = preset("quick").replace({"bootstrap": 20})
+    columns = ("prm_min", "prm_product", "prm_last", "prm_mean", "orm", "likelihood_mean", "likelihood_min")
+    rng = np.random.default_rng(0)
+    for s in seeds:
+        for pool in ("eval", "ood"):
+            sols = generate_pool(cfg, s, pool, problems=4, samples=4)
+            for sol in sols:
+                for step in sol.steps:
+                    step.scores.update(p_correct=float(rng.random()), base_logp_min=-float(rng.random()))
+                sol.scores.update({c: float(rng.random()) for c in columns})
+            scored = run_dir / f"seed-{s}" / "score" / f"{pool}.jsonl.gz"
+            scored.parent.mkdir(parents=True, exist_ok=True)
+            write_records(scored, sols)
+            out = run_dir / f"seed-{s}" / "evaluate" / f"{pool}.json"
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(evaluate_scored(scored, cfg, s)))
+    timings = {"data": {"wall_seconds": 1.0, "jobs": 1, "ran": 1, "job_seconds": 1.0}}
+    (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), default=str))
+    summary = write_lab_report(run_dir, cfg, list(seeds), timings, "prmkit lab run --preset quick")
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "timings": timings}))
+
+
+def test_config_round_trips_through_config_json():
+    for name in ("quick", "default", "full"):
+        cfg = preset(name).replace({"budget.rm_steps": 7, "domain.steps": "5,9"})
+        assert config_from_dict(json.loads(json.dumps(dataclasses.asdict(cfg), default=str))) == cfg
+
+
+def test_study_sections_appear_in_the_rerendered_lab_report(tmp_path):
+    assert not refresh_lab_report(tmp_path)  # no lab run here: nothing to re-render
+    fake_lab_run(tmp_path)
+    assert "Studies" not in (tmp_path / "report.html").read_text() and study_sections(tmp_path) == []
+    for name in ("zeta", "alpha"):
+        (tmp_path / f"study-{name}").mkdir()
+        (tmp_path / f"study-{name}" / "section.html").write_text(f"<h2>Study {name}</h2><p>marker-{name}</p>")
+    assert refresh_lab_report(tmp_path)
+    page = (tmp_path / "report.html").read_text()
+    assert "<h2>Studies</h2>" in page and page.index("marker-alpha") < page.index("marker-zeta")  # sorted by name
+    assert page.index("Wall time per stage") < page.index("<h2>Studies</h2>") < page.index("<h2>Configuration</h2>")
+
+
+def test_study_command_flags_and_examples():
+    lab = build_parser()._subparsers._group_actions[0].choices["lab"]
+    study = lab._subparsers._group_actions[0].choices["study"]
+    assert "examples:" in study.epilog
+    for action in study._actions:
+        assert action.help, action.dest
+    args = build_parser().parse_args(["lab", "study", "budget"])
+    assert (args.study, args.preset, args.seeds, args.out, args.jobs, args.progress) == \
+        ("budget", "default", [0, 1, 2], None, 2, True)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["lab", "study", "nope"])
+
+
+def test_bad_study_override_is_a_user_error(capsys):
+    assert main(["lab", "study", "budget", "--set", "budget.budgets=5"]) == 2
+    assert "at least two" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)  # pretrains the base model when the session has none: ~2 min quiet, 10+ busy
+def test_study_through_the_cli_updates_the_lab_report(tmp_path, lab_cache, capsys):
+    fake_lab_run(tmp_path)
+    argv = ["lab", "study", "budget", "--preset", "quick", "--seeds", "0", *TINY, "--out", str(tmp_path), "--no-progress"]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert f"study report: {tmp_path / 'study-budget' / 'report.html'}" in out and "lab report:" in out
+    summary = json.loads((tmp_path / "study-budget" / "summary.json").read_text())
+    assert summary["command"].startswith("prmkit lab study budget --preset quick --seeds 0 --set")
+    assert summary["budgets"] == [40, 80] and summary["rm_steps"] == 3
+    assert "Study: the label-budget curve" in (tmp_path / "report.html").read_text()
+    assert main(argv) == 0  # a rerun: every job cached
+    rerun = capsys.readouterr().out
+    assert all(f"stage {name}: 0 of" in rerun for name in ("data", "base", "features", "rm"))

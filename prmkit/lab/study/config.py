@@ -142,6 +142,9 @@ class SyntheticConfig:
     large_steps: int = field(default=600, metadata={"help": "optimiser steps of the large PRM (0: rm.steps)"})
     large_seed: int = field(default=1000, metadata={
         "help": "seed of the large PRM's problems, labels and initialisation (must not be a run seed)"})
+    teacher: str = field(default="prm", metadata={
+        "help": "who labels the fresh samples: prm (the large PRM, the paper's protocol) or oracle (the lab's exact "
+                "oracle as a perfect large PRM: an upper bound on what the labels can give)"})
 
     def __post_init__(self):
         object.__setattr__(self, "per_problem", tuple(sorted({int(b) for b in self.per_problem})))
@@ -153,6 +156,8 @@ class SyntheticConfig:
             raise ValueError("synthetic problem and sample counts must be at least 1")
         if self.n < 1:
             raise ValueError(f"synthetic.n must be at least 1, got {self.n}")
+        if self.teacher not in ("prm", "oracle"):
+            raise ValueError(f"synthetic.teacher must be prm or oracle, got {self.teacher!r}")
         if min(self.rm_steps, self.large_steps) < 0:
             raise ValueError("synthetic.rm_steps and synthetic.large_steps must be 0 (rm.steps) or positive")
 

@@ -36,8 +36,17 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.run import Runner, _init_worker, job_base, job_features, key_of
-from prmkit.lab.study.core import (bon_per_problem, grouped, job_train_score, load_probs, mean_ci, save_probs,
-                                   solution_scores, study_dir, write_json)
+from prmkit.lab.study.core import (
+    bon_per_problem,
+    grouped,
+    job_train_score,
+    load_probs,
+    mean_ci,
+    save_probs,
+    solution_scores,
+    study_dir,
+    write_json,
+)
 
 METHODS = ("process", "outcome", "answer")
 NAMES = {"process": "process (large PRM)", "outcome": "outcome (large PRM)", "answer": "answer checking"}
@@ -103,6 +112,20 @@ def answer_record(sol):
 
 def _provenance(sol, method: str) -> dict:
     return {"label_source": "model", "labeller": "prm-large", "meta": {**sol.meta, "synthetic": method}}
+
+
+def oracle_probabilities(sol) -> np.ndarray:
+    """The exact oracle as a perfect large PRM (``synthetic.teacher=oracle``): P(negative) 1 at its wrong steps, else 0.
+
+    >>> from prmkit.lab.config import preset
+    >>> from prmkit.lab.pools import generate_pool
+    >>> s = generate_pool(preset("quick"), seed=0, split="train", problems=1, samples=1)[0]
+    >>> oracle_probabilities(s).shape == (len(s.texts), 2)
+    True
+    """
+    from prmkit.lab.oracle import oracle_labels
+
+    return np.array([[0.0, 1.0] if lab.rating == -1 else [1.0, 0.0] for lab in oracle_labels(sol)]).reshape(-1, 2)
 
 
 def first_k(solutions: list, k: int) -> list:
@@ -246,7 +269,9 @@ def job_label(out: Path, cfg, large_cfg, base_dir: str, large_dir: str, data_dir
         feats = Features.load(Path(feat_dirs[pool]) / "features.npz")
         probs[pool] = rm_probabilities(model, tok, sols[pool], feats, fmt, progress=progress, desc=f"large PRM: {pool}")
         save_probs(out / f"probs-{pool}.npz", probs[pool])
-    fresh, p_neg = sols["fresh"], {s.id: p[:, 1] for s, p in zip(sols["fresh"], probs["fresh"])}
+    fresh = sols["fresh"]
+    teacher = probs["fresh"] if sc.teacher == "prm" else [oracle_probabilities(s) for s in fresh]
+    p_neg = {s.id: p[:, 1] for s, p in zip(fresh, teacher)}
     for k in sc.per_problem:
         chosen = first_k(fresh, k)
         write_records(out / f"process-{k}.jsonl.gz", [process_record(s, p_neg[s.id], sc.threshold) for s in chosen])
@@ -306,7 +331,8 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
              str(large / "features"), large_cfg, sc.large_seed, base_dir, {}, inner),
             *((fdirs[s][p], key_of(pool_key[s], bkey, p, ml), job_features, base_dir,
                str(sd[s] / "data" / f"{p}.jsonl.gz"), ml, inner) for s in seeds for p in ("fresh", "eval"))])
-        label_key = {s: key_of(prm_key, pool_key[s], sc.threshold, sc.per_problem, VERSION) for s in seeds}
+        teacher = () if sc.teacher == "prm" else (sc.teacher,)  # the default's keys stay those of before the setting
+        label_key = {s: key_of(prm_key, pool_key[s], sc.threshold, sc.per_problem, *teacher, VERSION) for s in seeds}
         runner.stage("label", [(str(sd[s] / "label"), label_key[s], job_label, cfg, large_cfg, base_dir,
                                 str(large / "prm"), str(sd[s] / "data"), fdirs[s], inner) for s in seeds])
         rcalls = []
@@ -463,7 +489,9 @@ def section_html(summary: dict, figure: Path) -> str:
 
     c, n = summary["config"], summary["n"]
     held = [k for k, o in summary["ordering"].items() if o["holds"]]
-    note = (f"<p>A large PRM ({summary['large_prm']['labels']:,} simulated labels, {summary['large_prm']['steps']} steps) "
+    teacher = ("" if c.get("teacher", "prm") == "prm" else
+               "<b>Teacher: the exact oracle</b> (a perfect large PRM; the large PRM below is only a reference). ")
+    note = (f"<p>{teacher}A large PRM ({summary['large_prm']['labels']:,} simulated labels, {summary['large_prm']['steps']} steps) "
             f"labels fresh samples of {c['problems']} training problems per seed; the same solutions are labelled "
             f"three ways: its process labels (steps up to its first predicted error, P(negative) &gt; {c['threshold']}), "
             f"its outcome labels, and final-answer checking. Small reward models ({summary['rm_steps']} steps) learn "
@@ -477,11 +505,11 @@ def section_html(summary: dict, figure: Path) -> str:
     return "\n".join([
         "<h2>Synthetic supervision (a large PRM labels data for small reward models)</h2>", note,
         results_table(summary), _figure(Path(figure)),
-        f"<p class='note'>first sample: {_cell(summary['first_sample'])}; the large PRM itself, best-of-{n}: "
-        f"{_cell(summary['large_prm'][f'bon@{n}'])}.</p>",
+        (f"<p class='note'>first sample: {_cell(summary['first_sample'])}; the large PRM itself, best-of-{n}: "
+         f"{_cell(summary['large_prm'][f'bon@{n}'])}.</p>"),
         "<h3>The large PRM and its labels (against the oracle, on the fresh samples)</h3>", large_table(summary),
-        "<p class='note'>Its labels at other thresholds (a diagnostic, mean over seeds; training used "
-        f"{c['threshold']}):</p>", threshold_table(summary),
+        ("<p class='note'>Its labels at other thresholds (a diagnostic, mean over seeds; training used "
+         f"{c['threshold']}):</p>"), threshold_table(summary),
         f"<details><summary>per seed: best-of-{n} accuracy (%)</summary>"
         + _table(["seed", "samples / problem", *(NAMES[m] for m in METHODS)], rows) + "</details>"])
 
@@ -496,8 +524,8 @@ def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
     section = section_html(summary, Path(figure))
     with atomic_output(root / "section.html") as f:
         f.write(section + "\n")
-    page = [f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab study: synthetic</title>"
-            f"<style>{_CSS}</style></head><body>", "<h1>prmkit lab study: synthetic supervision</h1>",
+    page = [(f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab study: synthetic</title>"
+             f"<style>{_CSS}</style></head><body>"), "<h1>prmkit lab study: synthetic supervision</h1>",
             f"<p>Reproduce with <code>{html.escape(command)}</code></p>", section,
             "<h2>Wall time per stage</h2>", _timings_table(summary["timings"]),
             "<h2>Configuration</h2>",
@@ -506,5 +534,16 @@ def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
         f.write("\n".join(page))
 
 
-__all__ = ["METHODS", "answer_record", "first_k", "flagged_step", "label_agreement", "orm_scores", "ordering",
-           "outcome_record", "process_record", "run_study", "summarise"]
+__all__ = [
+    "METHODS",
+    "answer_record",
+    "first_k",
+    "flagged_step",
+    "label_agreement",
+    "ordering",
+    "orm_scores",
+    "outcome_record",
+    "process_record",
+    "run_study",
+    "summarise",
+]

@@ -204,13 +204,9 @@ def cmd_study(args: argparse.Namespace) -> int:
         args.out = f"runs/lab-{args.preset}"
     module = importlib.import_module(f"prmkit.lab.study.{args.study}")  # lazily: each study imports torch
     module.run_study(cfg, args.seeds, args.out, jobs=args.jobs, progress=args.progress, command=_study_command(args))
-    study, lab_report = os.path.join(args.out, f"study-{args.study}"), os.path.join(args.out, "report.html")
-    section = os.path.join(study, "section.html")
-    stale = os.path.exists(section) and (not os.path.exists(lab_report)
-                                         or os.path.getmtime(lab_report) < os.path.getmtime(section))
-    if (stale and refresh_lab_report(args.out)) or (os.path.exists(lab_report) and not stale):
-        print(f"lab report: {lab_report} (with the study's section)")
-    print(f"study report: {os.path.join(study, 'report.html')}")
+    if refresh_lab_report(args.out):  # a finished `prmkit lab run` in the folder: show every study in its page
+        print(f"lab report: {os.path.join(args.out, 'report.html')} (with the study sections)")
+    print(f"study report: {os.path.join(args.out, f'study-{args.study}', 'report.html')}")
     return 0
 
 

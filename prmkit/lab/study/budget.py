@@ -232,10 +232,6 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
     write_pages(out, cfg, summary)
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     write_json(out / "summary.json", summary)
-    from prmkit.lab.report import refresh_lab_report
-
-    if refresh_lab_report(run_dir):
-        log(f"lab report updated: {Path(run_dir) / 'report.html'}")
     log(f"study report: {out / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")
     return summary
 

@@ -258,13 +258,14 @@ def job_model(out: Path, cfg, seed: int, base_dir: str, data_dir: str, feat_dirs
     batches, used = choose(cands, [tuple(b) for b in plan], scores, seed, a.wrong_share)
     train = [labelled[i] for i in used]
     write_records(out / "train.jsonl.gz", train)
-    (out / "chosen.json").write_text(json.dumps({"batches": [[cands[i].id for i in b] for b in batches]}) + "\n")
+    ids = [[cands[i].id for i in b] for b in batches]
+    (out / "chosen.json").write_text(json.dumps({"batches": ids}) + "\n")
     pools = {"eval": (str(data / "eval.jsonl.gz"), feat_dirs["eval"])}
     if score_candidates:
         pools["candidates"] = (str(data / "candidates.jsonl.gz"), feat_dirs["candidates"])
-    rcfg = cfg.replace({"rm.steps": a.rm_steps}) if a.rm_steps else cfg
-    info = train_and_score(out, "prm", train, feat_dirs["candidates"], rcfg, seed, base_dir, pools, progress,
-                           desc=f"train {out.name.lstrip('.').removesuffix('.part')} ({len(train)} labels, seed {seed})")
+    name = out.name.lstrip(".").removesuffix(".part")
+    info = train_and_score(out, "prm", train, feat_dirs["candidates"], rm_config(cfg), seed, base_dir, pools,
+                           progress, desc=f"train {name} ({len(train)} labels, seed {seed})")
     pool = list(read_solutions(data / "eval.jsonl.gz"))
     bon, step_auroc = eval_metrics(pool, load_probs(out / "probs-eval.npz"), data / "eval-truth.npz", a.n)
     np.save(out / "bon.npy", bon)
@@ -287,8 +288,8 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
     start = time.perf_counter()
     try:
         sd = {s: out / f"seed-{s}" for s in seeds}
-        dkey = {s: key_of(NAME, VERSION, cfg.domain, cfg.generator, cfg.labellers, a.train_problems, a.candidates,
-                          a.eval_problems, a.eval_samples, s) for s in seeds}
+        dkey = {s: key_of(NAME, VERSION, cfg.domain, cfg.generator, cfg.labellers, a.train_problems,
+                          a.candidates, a.eval_problems, a.eval_samples, s) for s in seeds}
         runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s) for s in seeds])
         bkey = base_key(cfg.base, cfg)
         base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress)])[0]["path"]
@@ -298,7 +299,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                                    base_dir, str(sd[s] / "data" / f"{p}.jsonl.gz"), cfg.base.max_length, inner)
                                   for s in seeds for p in ("candidates", "eval")])
         models = model_plans(a)
-        rcfg = cfg.replace({"rm.steps": a.rm_steps}) if a.rm_steps else cfg
+        rcfg = rm_config(cfg)
         for depth in range(max(m["depth"] for m in models) + 1):
             calls = []
             for s in seeds:
@@ -324,6 +325,11 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
 _STAGES = ("uniform (selector, generation 1)", "active, generation 2")
 
 
+def rm_config(cfg):
+    """``cfg`` with the study's reward-model steps (``active.rm_steps``; 0 keeps ``rm.steps``)."""
+    return cfg.replace({"rm.steps": cfg.active.rm_steps}) if cfg.active.rm_steps else cfg
+
+
 def _done_key(folder: str) -> str:
     return json.loads((Path(folder) / "done.json").read_text())["key"]
 
@@ -333,7 +339,8 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
     a = cfg.active
     b, P = list(a.budgets), a.train_problems
     models = [m["name"] for m in model_plans(a)]
-    done = {s: {m: json.loads((out / f"seed-{s}" / m / "done.json").read_text()) for m in models} for s in seeds}
+    done = {s: {m: json.loads((out / f"seed-{s}" / m / "done.json").read_text()) for m in models}
+            for s in seeds}
     bon = {m: np.stack([np.load(out / f"seed-{s}" / m / "bon.npy") for s in seeds]) for m in models}
     gens = [f"uniform-{b[0]}"] + [f"gen-{g}" for g in range(2, a.n_generations + 1)]
     arms = {"uniform": ([f"uniform-{k}" for k in b], [k * P for k in b]),
@@ -349,23 +356,26 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
                for arm in ("active_strict", "active_paper")}
     if a.n_generations >= 2:
         n_g = a.n_generations
-        factors["generations"] = slope_ratio_xy(arms["generations"][1], arms["uniform"][1][:n_g], acc["generations"],
-                                                acc["uniform"][:, :n_g])
+        factors["generations"] = slope_ratio_xy(arms["generations"][1], arms["uniform"][1][:n_g],
+                                                acc["generations"], acc["uniform"][:, :n_g])
     curve = {arm: acc[arm].mean(axis=(0, 2)) for arm in acc}
     for arm in ("active_strict", "active_paper", "generations"):
         if arm in factors:
             factors[arm]["equivalent_labels"] = equivalent_labels(arms["uniform"][1], curve["uniform"],
                                                                   arms[arm][1], curve[arm])
     diffs = {f"active-{k} - uniform-{k}": mean_ci(bon[f"active-{k}"] - bon[f"uniform-{k}"]) for k in b}
-    diffs.update({f"active-{k} with the selector's labels - uniform-{k + b[0]}": mean_ci(bon[f"active-{k}"] - bon[f"uniform-{k + b[0]}"])
-                  for k in b if k + b[0] in b})  # equal labels in the strict view
+    for k in (k for k in b if k + b[0] in b):  # equal labels in the strict view
+        diffs[f"active-{k} with the selector's labels - uniform-{k + b[0]}"] = mean_ci(
+            bon[f"active-{k}"] - bon[f"uniform-{k + b[0]}"])
     diffs.update({f"{g} - uniform-{k}": mean_ci(bon[g] - bon[f"uniform-{k}"]) for g, k in zip(gens[1:], b[1:])})
     head = "active_strict" if a.count_selector else "active_paper"
-    rm = (cfg.replace({"rm.steps": a.rm_steps}) if a.rm_steps else cfg).rm
-    return {"study": NAME, "seeds": list(seeds), "config": dataclasses.asdict(a), "n": a.n, "rm_steps": rm.steps,
-            "rm_batch_size": rm.batch_size,
+    head_factor = factors[head]["factor"]
+    rm = rm_config(cfg).rm
+    return {"study": NAME, "seeds": list(seeds), "config": dataclasses.asdict(a), "n": a.n,
+            "rm_steps": rm.steps, "rm_batch_size": rm.batch_size,
             "headline": {"view": head, **{k: factors[head][k] for k in ("factor", "ci95", "per_seed")},
-                         "target": 2.0, "met": bool(np.isfinite(factors[head]["factor"]) and factors[head]["factor"] >= 2.0),
+                         "target": 2.0, "met": bool(np.isfinite(head_factor) and head_factor >= 2.0),
+                         "conclusive": bool(factors[head]["ci95"][0] >= 2.0),
                          "uniform_slope_positive": factors[head]["slope_baseline"] > 0},
             "factors": factors, "points": points, "differences": diffs,
             "batches": {s: {m: done[s][m]["batches"] for m in models} for s in seeds},
@@ -380,7 +390,8 @@ def _mean_stats(stats: list[dict]) -> dict:
 
 # --- the report ------------------------------------------------------------------------------------
 
-_ARMS = {"uniform": ("uniform", "C0", "o", "-"), "active_strict": ("active, selector's labels counted", "C3", "s", "-"),
+_ARMS = {"uniform": ("uniform", "C0", "o", "-"),
+         "active_strict": ("active, selector's labels counted", "C3", "s", "-"),
          "active_paper": ("active, selected labels only (paper)", "C3", "s", ":"),
          "generations": ("generations (retrained selector)", "C2", "^", "-")}
 
@@ -409,8 +420,8 @@ def _plot_arms(summary: dict, arms: tuple[str, ...], path: Path, title: str) -> 
                        color=color, alpha=0.35, marker=marker)
         slope, intercept = log_fit(x, y / 100)
         grid = np.geomspace(x.min(), x.max(), 20)
-        ax.plot(grid, 100 * (intercept + slope * np.log(grid)), color=color, linestyle=style if style != "-" else "--",
-                alpha=0.8)
+        ax.plot(grid, 100 * (intercept + slope * np.log(grid)), color=color, alpha=0.8,
+                linestyle=style if style != "-" else "--")
     ax.set_xscale("log")
     ticks = sorted(set(xs_all))
     ax.set_xticks(ticks)
@@ -448,21 +459,24 @@ def section_html(summary: dict, figures: list[Path]) -> str:
     c, f, pts = summary["config"], summary["factors"], summary["points"]
     seeds = ", ".join(str(s) for s in summary["seeds"])
     head = summary["headline"]
-    parts = ["<h2>Active learning: convincing wrong answers against uniform selection</h2>",
-             (f"<p class='note'>Seeds {seeds}. Per seed: {c['train_problems']} training problems x {c['candidates']} "
-             f"candidate samples, each rated once by the simulated labellers; held out: {c['eval_problems']} problems x "
+    per_seed = ", ".join(f"{x:.2f}" for x in head["per_seed"])
+    intro = (f"Seeds {seeds}. Per seed: {c['train_problems']} training problems x {c['candidates']} candidate "
+             f"samples, each rated once by the simulated labellers; held out: {c['eval_problems']} problems x "
              f"{c['eval_samples']} samples, exact best-of-{c['n']} by the PRM's min step score. Every PRM trains "
-             f"{summary['rm_steps']} optimiser steps of {summary['rm_batch_size']} solutions. Selector: the uniform PRM at {c['budgets'][0]} per problem; "
-             f"active sets: {c['wrong_share']:.0%} the most convincing wrong answers, the rest the most convincing of what "
-             "remains, from the candidates the selector did not learn from. 95% CIs: bootstrap over seeds and held-out "
-             "problems. Data-efficiency factor = slope(arm) / slope(uniform) of accuracy against ln(labels) (the paper's "
-             "method; target &ge; 2, the paper measured 2.6).</p>"),
-             (f"<p><b>Headline ({html.escape(head['view'].replace('_', ' '))}): data-efficiency factor "
-             f"{_factor(head)}, per seed {', '.join(f'{x:.2f}' for x in head['per_seed'])}; the 2x target is "
-             f"{'met' if head['met'] else 'not met'}.</b>"
-             + ("" if head["uniform_slope_positive"] else " The uniform arm's accuracy does not rise with labels here "
-                "(slope &le; 0), so the ratio of slopes is undefined (shown as inf); read the differences below.")
-             + "</p>")]
+             f"{summary['rm_steps']} optimiser steps of {summary['rm_batch_size']} solutions. Selector: the uniform "
+             f"PRM at {c['budgets'][0]} per problem; active sets: {c['wrong_share']:.0%} the most convincing wrong "
+             "answers, the rest the most convincing of what remains, from the candidates the selector did not learn "
+             "from. 95% CIs: bootstrap over seeds and held-out problems. Data-efficiency factor = slope(arm) / "
+             "slope(uniform) of accuracy against ln(labels) (the paper's method; target &ge; 2, the paper: 2.6).")
+    outcome = ("met" if head["conclusive"] else "met by the point estimate only, not by its CI" if head["met"]
+               else "not met")
+    verdict = (f"Headline ({html.escape(head['view'].replace('_', ' '))}): data-efficiency factor {_factor(head)}, "
+               f"per seed {per_seed}; the 2x target is {outcome}.")
+    caveat = ("" if head["uniform_slope_positive"] else
+              " The uniform arm's accuracy does not rise with labels here (slope &le; 0), so the ratio of slopes "
+              "is undefined (shown as inf); read the differences below.")
+    parts = ["<h2>Active learning: convincing wrong answers against uniform selection</h2>",
+             f"<p class='note'>{intro}</p>", f"<p><b>{verdict}</b>{caveat}</p>"]
     rows = []
     for arm in ("active_strict", "active_paper", "generations"):
         if arm in f:
@@ -476,10 +490,12 @@ def section_html(summary: dict, figures: list[Path]) -> str:
     for arm in ("uniform", "active_paper", "generations"):
         for p in pts[arm][1 if arm == "generations" else 0:]:  # generation 1 is the uniform set
             s = p["set"]
-            labels = f"{p['labels']:,}" + (f" ({strict[p['model']]:,} with the selector's)" if arm == "active_paper" else "")
-            rows.append([_ARMS[arm][0].split(",")[0].split(" (")[0], p["model"], labels, _ci(p),
-                         ", ".join(_pct(x) for x in p["per_seed"]), f"{np.mean(p['step_auroc']):.3f}",
-                         _pct(s["wrong_answer"]), _pct(s["wrong_step"]), _pct(s["found_error"]), f"{s['rated_steps']:.1f}"])
+            labels = f"{p['labels']:,}"
+            if arm == "active_paper":
+                labels += f" ({strict[p['model']]:,} with the selector's)"
+            rows.append([arm.split("_")[0], p["model"], labels, _ci(p), ", ".join(_pct(x) for x in p["per_seed"]),
+                         f"{np.mean(p['step_auroc']):.3f}", _pct(s["wrong_answer"]), _pct(s["wrong_step"]),
+                         _pct(s["found_error"]), f"{s['rated_steps']:.1f}"])
     parts.append(_table(["arm", "model", "labels", f"best-of-{c['n']} % [95% CI]", "per seed", "step AUROC",
                          "wrong answers %", "with a wrong step %", "labellers found an error %", "rated steps"], rows))
     rows = [[k, _ci(v), ", ".join(_pct(x) for x in v["per_seed"])] for k, v in summary["differences"].items()]
@@ -496,8 +512,8 @@ def write_outputs(out: Path, cfg, seeds: list[int], summary: dict, command: str)
 
     from prmkit.evaluate.report import _CSS
 
-    figs = [_plot_arms(summary, ("uniform", "active_strict", "active_paper"), out / "figures" / "active-vs-uniform.png",
-                       "Convincing-wrong-answer selection vs uniform")]
+    figs = [_plot_arms(summary, ("uniform", "active_strict", "active_paper"),
+                       out / "figures" / "active-vs-uniform.png", "Convincing-wrong-answer selection vs uniform")]
     if "generations" in summary["factors"]:
         figs.append(_plot_arms(summary, ("uniform", "generations"), out / "figures" / "generations.png",
                                "Generations: label, retrain the selector, re-score, select"))
@@ -510,8 +526,8 @@ def write_outputs(out: Path, cfg, seeds: list[int], summary: dict, command: str)
             f"<style>{_CSS}</style></head><body><h1>prmkit lab study active</h1>"
             f"<p class='note'>command: <code>{html.escape(command or '(python)')}</code>; "
             f"{summary['total_wall_seconds']:.0f} s in all</p>{section}"
-            f"<h2>Wall times</h2><table><tr><th>stage</th><th>jobs</th><th>ran</th><th>job s</th><th>wall s</th></tr>"
-            f"{timings}</table><h2>Configuration</h2><pre>"
+            "<h2>Wall times</h2><table><tr><th>stage</th><th>jobs</th><th>ran</th><th>job s</th>"
+            f"<th>wall s</th></tr>{timings}</table><h2>Configuration</h2><pre>"
             f"{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre></body></html>")
     (out / "report.html").write_text(page + "\n")
 

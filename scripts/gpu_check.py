@@ -101,7 +101,8 @@ def score(out: Path, kind: str, gpus: int, log: Path) -> dict:
     source = out / "heldout.jsonl" if kind == "prm" else out / "scored-prm.jsonl"
     seconds = sh([*launcher(gpus), "score", "--model", str(out / kind), str(source), str(target),
                   "--progress", "false", "--batch-size", "64", "--cpu-threads", "0"], log)
-    n = sum(1 for _ in open(source))
+    with open(source) as f:
+        n = sum(1 for _ in f)
     return {"wall_seconds": round(seconds, 1), "solutions": n, "solutions_per_second_incl_startup": round(n / seconds, 1)}
 
 

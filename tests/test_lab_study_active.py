@@ -11,8 +11,6 @@ import json
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from prmkit.lab import preset
 from prmkit.lab.labellers import label
@@ -22,7 +20,6 @@ from prmkit.lab.study.active import (
     equivalent_labels,
     model_plans,
     set_stats,
-    slope_ratio_xy,
     take_uniform,
     uniform_orders,
 )
@@ -116,27 +113,17 @@ def test_set_stats_counts_what_the_selection_changes(candidates):
 
 # --- fast: the factor ----------------------------------------------------------------------------
 
-@settings(max_examples=25, deadline=None)
-@given(st.integers(0, 2**31 - 1))
-def test_slope_ratio_xy_equals_the_core_slope_ratio_at_equal_labels(seed):
-    rng = np.random.default_rng(seed)
-    base = rng.random((3, 3, 10)) * 0.3 + np.array([0.2, 0.4, 0.6])[None, :, None]
-    arm = base + rng.random((3, 3, 10)) * 0.2
-    labels = [100, 200, 400]
-    a, b = slope_ratio_xy(labels, labels, arm, base, n_boot=50), slope_ratio(labels, arm, base, n_boot=50)
-    assert a["factor"] == pytest.approx(b["factor"]) and a["ci95"] == pytest.approx(b["ci95"])
-
-
-def test_slope_ratio_xy_sees_a_shift_in_labels():
+def test_slope_ratio_with_baseline_labels_sees_a_shift_in_labels():
     base = np.array([[[0.2, 0.4], [0.4, 0.6], [0.6, 0.8]]])  # +0.2 per doubling
     arm = base.copy()
-    # the same accuracies reached with labels shifted by a constant factor: the same slope
     x = [100, 200, 400]
-    assert slope_ratio_xy([200, 400, 800], x, arm, base, n_boot=20)["factor"] == pytest.approx(1.0)
+    # the same accuracies reached with labels shifted by a constant factor: the same slope
+    assert slope_ratio([200, 400, 800], arm, base, n_boot=20, baseline_labels=x)["factor"] == pytest.approx(1.0)
     # the same gains over half the log-range: twice the slope
-    assert slope_ratio_xy([100, 141.42, 200], x, arm, base, n_boot=20)["factor"] == pytest.approx(2.0, rel=1e-3)
+    assert slope_ratio([100, 141.42, 200], arm, base, n_boot=20, baseline_labels=x)["factor"] == \
+        pytest.approx(2.0, rel=1e-3)
     with pytest.raises(ValueError):
-        slope_ratio_xy([1, 2], [1, 2, 3], arm, base)
+        slope_ratio([1, 2], arm, base, baseline_labels=[1, 2, 3])
 
 
 def test_equivalent_labels_is_one_on_the_baseline_and_none_without_a_slope():

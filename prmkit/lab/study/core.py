@@ -79,21 +79,26 @@ def log_fit(labels, accuracy) -> tuple[float, float]:
     return float(slope), float(intercept)
 
 
-def slope_ratio(labels, arm: np.ndarray, baseline: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
+def slope_ratio(labels, arm: np.ndarray, baseline: np.ndarray, n_boot: int = 2000, seed: int = 0,
+                baseline_labels=None) -> dict:
     """The data-efficiency factor ``slope(arm) / slope(baseline)`` of accuracy against ``ln(labels)``.
 
     ``arm`` and ``baseline`` are ``[seeds, budgets, problems]`` per-problem accuracies (problems paired
-    across budgets and arms within a seed). The point estimate fits the seed- and problem-mean curves;
-    the 95% interval comes from ``n_boot`` resamples of seeds and, within each, of problems. A baseline
-    slope at or below zero has no meaningful ratio: such resamples count as infinite (reported).
+    across budgets and arms within a seed); ``baseline_labels`` are the baseline's label counts when they
+    differ from the arm's ``labels`` (an arm charged for extra labels sits elsewhere on the x axis). The
+    point estimate fits the seed- and problem-mean curves; the 95% interval comes from ``n_boot``
+    resamples of seeds and, within each, of problems (the same for both arms). A baseline slope at or
+    below zero has no meaningful ratio: such resamples count as infinite (their share is reported).
     """
     arm, baseline = np.asarray(arm, float), np.asarray(baseline, float)
-    if arm.shape != baseline.shape or arm.ndim != 3 or arm.shape[1] != len(labels):
-        raise ValueError(f"arm and baseline must both be [seeds, budgets={len(labels)}, problems], "
-                         f"got {arm.shape} and {baseline.shape}")
+    baseline_labels = labels if baseline_labels is None else baseline_labels
+    if (arm.ndim != 3 or baseline.ndim != 3 or arm.shape[0] != baseline.shape[0] or arm.shape[2] != baseline.shape[2]
+            or arm.shape[1] != len(labels) or baseline.shape[1] != len(baseline_labels)):
+        raise ValueError(f"arm and baseline must both be [seeds, budgets, problems] with {len(labels)} and "
+                         f"{len(baseline_labels)} budgets, got {arm.shape} and {baseline.shape}")
 
     def ratio(a_curve, b_curve) -> float:
-        sa, sb = log_fit(labels, a_curve)[0], log_fit(labels, b_curve)[0]
+        sa, sb = log_fit(labels, a_curve)[0], log_fit(baseline_labels, b_curve)[0]
         return sa / sb if sb > 1e-12 else np.inf  # a flat baseline fits a slope of ~1e-17, not 0
 
     point = ratio(arm.mean(axis=(0, 2)), baseline.mean(axis=(0, 2)))
@@ -110,7 +115,7 @@ def slope_ratio(labels, arm: np.ndarray, baseline: np.ndarray, n_boot: int = 200
     per_seed = [ratio(arm[s].mean(axis=1), baseline[s].mean(axis=1)) for s in range(n_seeds)]
     return {"factor": point, "ci95": [float(lo), float(hi)], "per_seed": [float(x) for x in per_seed],
             "slope_arm": log_fit(labels, arm.mean(axis=(0, 2)))[0],
-            "slope_baseline": log_fit(labels, baseline.mean(axis=(0, 2)))[0],
+            "slope_baseline": log_fit(baseline_labels, baseline.mean(axis=(0, 2)))[0],
             "non_positive_baseline_share": float(np.mean(~np.isfinite(boots))), "n_boot": n_boot}
 
 

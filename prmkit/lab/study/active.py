@@ -50,6 +50,7 @@ from prmkit.lab.study.core import (
     solution_scores,
     study_dir,
     write_json,
+    write_study_pages,
 )
 
 NAME = "active"
@@ -469,28 +470,13 @@ def section_html(summary: dict, figures: list[Path]) -> str:
 
 def write_outputs(out: Path, cfg, seeds: list[int], summary: dict, command: str) -> None:
     """``figures/*.png``, ``section.html`` and the standalone ``report.html`` of the study."""
-    import html
-
-    from prmkit.evaluate.report import _CSS
-
     figs = [_plot_arms(summary, ("uniform", "active_strict", "active_paper"),
                        out / "figures" / "active-vs-uniform.png", "Convincing-wrong-answer selection vs uniform")]
     if "generations" in summary["factors"]:
         figs.append(_plot_arms(summary, ("uniform", "generations"), out / "figures" / "generations.png",
                                "Generations: label, retrain the selector, re-score, select"))
-    section = section_html(summary, [Path(p) for p in figs])
-    (out / "section.html").write_text(section + "\n")
-    timings = "".join(f"<tr><td>{html.escape(k)}</td><td>{v.get('jobs', '')}</td><td>{v.get('ran', '')}</td>"
-                      f"<td>{v.get('job_seconds', '')}</td><td>{v['wall_seconds']}</td></tr>"
-                      for k, v in summary["timings"].items())
-    page = (f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab study active</title>"
-            f"<style>{_CSS}</style></head><body><h1>prmkit lab study active</h1>"
-            f"<p class='note'>command: <code>{html.escape(command or '(python)')}</code>; "
-            f"{summary['total_wall_seconds']:.0f} s in all</p>{section}"
-            "<h2>Wall times</h2><table><tr><th>stage</th><th>jobs</th><th>ran</th><th>job s</th>"
-            f"<th>wall s</th></tr>{timings}</table><h2>Configuration</h2><pre>"
-            f"{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre></body></html>")
-    (out / "report.html").write_text(page + "\n")
+    write_study_pages(out, f"prmkit lab study active: preset {cfg.name}", section_html(summary, [Path(p) for p in figs]),
+                      cfg, summary["timings"], command)
 
 
 __all__ = [

@@ -42,6 +42,7 @@ from prmkit.lab.study.core import (
     slope_ratio,
     study_dir,
     write_json,
+    write_study_pages,
 )
 
 KINDS = ("prm", "orm")
@@ -365,23 +366,9 @@ def _findings(summary: dict) -> str:
 
 def write_pages(out: Path, cfg: LabConfig, summary: dict) -> None:
     """``figures/budget.png``, ``section.html`` and the standalone ``report.html`` of the study."""
-    from prmkit.evaluate.report import _CSS
-    from prmkit.io import atomic_output
-    from prmkit.lab.report import _timings_table
-
     figure = Path(plot_curve(summary, out / "figures" / "budget.png"))
-    section = section_html(summary, figure)
-    with atomic_output(out / "section.html") as f:
-        f.write(section + "\n")
-    page = [(f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab study budget</title>"
-            f"<style>{_CSS}</style></head><body>"),
-            f"<h1>prmkit lab study budget: preset {html.escape(cfg.name)}</h1>",
-            f"<p>Reproduce with <code>{html.escape(summary['command'] or '(run from Python)')}</code></p>",
-            section, "<h2>Wall time per stage</h2>", _timings_table(summary["timings"]),
-            "<h2>Configuration</h2>",
-            f"<pre>{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre>", "</body></html>"]
-    with atomic_output(out / "report.html") as f:
-        f.write("\n".join(page))
+    write_study_pages(out, f"prmkit lab study budget: preset {cfg.name}", section_html(summary, figure), cfg,
+                      summary["timings"], summary["command"])
 
 
 __all__ = [

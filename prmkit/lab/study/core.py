@@ -154,6 +154,27 @@ def study_dir(run_dir, name: str) -> Path:
     return Path(run_dir) / f"study-{name}"
 
 
+def write_study_pages(out: Path, title: str, section: str, cfg, timings: dict, command: str) -> None:
+    """``out/section.html`` (the fragment the lab report includes) and the standalone ``out/report.html``:
+    the section, the command that reproduces it, wall time per stage and the configuration."""
+    import dataclasses
+    import html
+
+    from prmkit.evaluate.report import _CSS
+    from prmkit.io import atomic_output
+    from prmkit.lab.report import _timings_table
+
+    with atomic_output(out / "section.html") as f:
+        f.write(section + "\n")
+    page = [(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+             f"<style>{_CSS}</style></head><body>"), f"<h1>{html.escape(title)}</h1>",
+            f"<p>Reproduce with <code>{html.escape(command or '(run from Python)')}</code></p>", section,
+            "<h2>Wall time per stage</h2>", _timings_table(timings), "<h2>Configuration</h2>",
+            f"<pre>{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre></body></html>"]
+    with atomic_output(out / "report.html") as f:
+        f.write("\n".join(page) + "\n")
+
+
 def write_json(path: Path, value) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
@@ -162,4 +183,4 @@ def write_json(path: Path, value) -> None:
 
 
 __all__ = ["AGGREGATION", "bon_per_problem", "grouped", "job_train_score", "log_fit", "mean_ci", "slope_ratio",
-           "solution_scores", "study_dir", "write_json"]
+           "solution_scores", "study_dir", "write_json", "write_study_pages"]

@@ -28,7 +28,6 @@ Every job is resumable (:func:`prmkit.lab.run.run_job`).
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 import time
 from pathlib import Path
@@ -46,6 +45,7 @@ from prmkit.lab.study.core import (
     solution_scores,
     study_dir,
     write_json,
+    write_study_pages,
 )
 
 METHODS = ("process", "outcome", "answer")
@@ -516,22 +516,9 @@ def section_html(summary: dict, figure: Path) -> str:
 
 def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
     """``figures/synthetic.png``, ``section.html`` and the standalone ``report.html``."""
-    from prmkit.evaluate.report import _CSS
-    from prmkit.io import atomic_output
-    from prmkit.lab.report import _timings_table
-
     figure = plot_synthetic(summary, root / "figures" / "synthetic.png")
-    section = section_html(summary, Path(figure))
-    with atomic_output(root / "section.html") as f:
-        f.write(section + "\n")
-    page = [(f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab study: synthetic</title>"
-             f"<style>{_CSS}</style></head><body>"), "<h1>prmkit lab study: synthetic supervision</h1>",
-            f"<p>Reproduce with <code>{html.escape(command)}</code></p>", section,
-            "<h2>Wall time per stage</h2>", _timings_table(summary["timings"]),
-            "<h2>Configuration</h2>",
-            f"<pre>{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre></body></html>"]
-    with atomic_output(root / "report.html") as f:
-        f.write("\n".join(page))
+    write_study_pages(root, f"prmkit lab study synthetic: preset {cfg.name}", section_html(summary, Path(figure)),
+                      cfg, summary["timings"], command)
 
 
 __all__ = [

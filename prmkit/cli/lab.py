@@ -161,8 +161,9 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_command(args: argparse.Namespace) -> str:
-    parts = ["prmkit lab run", f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
+def _command(head: str, args: argparse.Namespace) -> str:
+    """The command line that reproduces a run or study (recorded in its report)."""
+    parts = [head, f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
     parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
     parts.append(f"--out {shlex.quote(str(args.out))}")
     return " ".join(parts)
@@ -177,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.fresh and os.path.isdir(args.out):
         shutil.rmtree(args.out)
     summary = run_lab(cfg, args.seeds, args.out, jobs=args.jobs, progress=not args.quiet,
-                      command=_run_command(args))
+                      command=_command("prmkit lab run", args))
     for seed in args.seeds:
         h = summary["results"][str(seed)]["eval"]
         n = h["N"]
@@ -185,13 +186,6 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"majority@{n} {100 * h[f'majority@{n}']:.1f}  label-free@{n} {100 * h[f'label_free@{n}']:.1f}  "
               f"pass@{n} {100 * h[f'pass@{n}']:.1f}  step AUROC {h['prm_step_auroc']:.3f}")
     return 0
-
-
-def _study_command(args: argparse.Namespace) -> str:
-    parts = [f"prmkit lab study {args.study}", f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
-    parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
-    parts.append(f"--out {shlex.quote(str(args.out))}")
-    return " ".join(parts)
 
 
 def cmd_study(args: argparse.Namespace) -> int:
@@ -203,7 +197,8 @@ def cmd_study(args: argparse.Namespace) -> int:
     if args.out is None:
         args.out = f"runs/lab-{args.preset}"
     module = importlib.import_module(f"prmkit.lab.study.{args.study}")  # lazily: each study imports torch
-    module.run_study(cfg, args.seeds, args.out, jobs=args.jobs, progress=args.progress, command=_study_command(args))
+    module.run_study(cfg, args.seeds, args.out, jobs=args.jobs, progress=args.progress,
+                     command=_command(f"prmkit lab study {args.study}", args))
     if refresh_lab_report(args.out):  # a finished `prmkit lab run` in the folder: show every study in its page
         print(f"lab report: {os.path.join(args.out, 'report.html')} (with the study sections)")
     print(f"study report: {os.path.join(args.out, f'study-{args.study}', 'report.html')}")

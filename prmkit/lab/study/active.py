@@ -49,6 +49,7 @@ from prmkit.lab.study.core import (
     slope_ratio,
     solution_scores,
     study_dir,
+    with_rm_steps,
     write_json,
     write_study_pages,
 )
@@ -289,7 +290,7 @@ _STAGES = ("uniform (selector, generation 1)", "active, generation 2")
 
 def rm_config(cfg):
     """``cfg`` with the study's reward-model steps (``active.rm_steps``; 0 keeps ``rm.steps``)."""
-    return cfg.replace({"rm.steps": cfg.active.rm_steps}) if cfg.active.rm_steps else cfg
+    return with_rm_steps(cfg, cfg.active.rm_steps)
 
 
 def _done_key(folder: str) -> str:

@@ -41,6 +41,7 @@ from prmkit.lab.study.core import (
     mean_ci,
     slope_ratio,
     study_dir,
+    with_rm_steps,
     write_json,
     write_study_pages,
 )
@@ -143,7 +144,7 @@ def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
 
 def study_config(cfg: LabConfig) -> LabConfig:
     """``cfg`` with ``rm.steps`` set to ``budget.rm_steps`` (when not 0): what every reward model trains with."""
-    return cfg.replace({"rm.steps": cfg.budget.rm_steps}) if cfg.budget.rm_steps else cfg
+    return with_rm_steps(cfg, cfg.budget.rm_steps)
 
 
 # --- evaluation --------------------------------------------------------------------------------------------

@@ -37,6 +37,24 @@ def solution_scores(probs: list[np.ndarray], how: str = AGGREGATION) -> np.ndarr
     return np.array([aggregate(p[:, 0], how) if len(p) else -np.inf for p in probs], dtype=float)
 
 
+def orm_scores(probs: list[np.ndarray], solutions) -> np.ndarray:
+    """An ORM's score of every solution: P(correct) at the last step's end; -inf when the end was not read
+    (no steps, or cut by truncation), as the lab run leaves such a solution unscored.
+
+    >>> from prmkit.schema import Solution
+    >>> sols = [Solution.from_steps("q", ["a", "b"]), Solution.from_steps("q", ["a", "b"])]
+    >>> orm_scores([np.array([[0.9, 0.1], [0.3, 0.7]]), np.array([[0.9, 0.1]])], sols).tolist()
+    [0.3, -inf]
+    """
+    return np.array([p[-1, 0] if len(p) and len(p) == len(s.texts) else -np.inf for p, s in zip(probs, solutions)],
+                    dtype=float)
+
+
+def with_rm_steps(cfg, steps: int):
+    """``cfg`` whose reward models train ``steps`` optimiser steps; 0 keeps ``cfg.rm.steps`` (a study's override)."""
+    return cfg.replace({"rm.steps": steps}) if steps else cfg
+
+
 def grouped(solutions) -> list[list[int]]:
     """Indices of ``solutions`` grouped by problem id, in order of first appearance."""
     groups: dict[str, list[int]] = {}
@@ -182,5 +200,5 @@ def write_json(path: Path, value) -> None:
     tmp.replace(path)
 
 
-__all__ = ["AGGREGATION", "bon_per_problem", "grouped", "job_train_score", "log_fit", "mean_ci", "slope_ratio",
-           "solution_scores", "study_dir", "write_json", "write_study_pages"]
+__all__ = ["AGGREGATION", "bon_per_problem", "grouped", "job_train_score", "log_fit", "mean_ci", "orm_scores",
+           "slope_ratio", "solution_scores", "study_dir", "with_rm_steps", "write_json", "write_study_pages"]

@@ -41,9 +41,11 @@ from prmkit.lab.study.core import (
     job_train_score,
     load_probs,
     mean_ci,
+    orm_scores,
     save_probs,
     solution_scores,
     study_dir,
+    with_rm_steps,
     write_json,
     write_study_pages,
 )
@@ -138,19 +140,6 @@ def first_k(solutions: list, k: int) -> list:
     """
     keep = sorted(i for g in grouped(solutions) for i in g[:k])
     return [solutions[i] for i in keep]
-
-
-def orm_scores(probs: list[np.ndarray], solutions) -> np.ndarray:
-    """An ORM's score of every solution: P(correct) at the last step's end; -inf when the end was not read
-    (no steps, or cut by truncation), as the lab run leaves such a solution unscored.
-
-    >>> from prmkit.schema import Solution
-    >>> sols = [Solution.from_steps("q", ["a", "b"]), Solution.from_steps("q", ["a", "b"])]
-    >>> orm_scores([np.array([[0.9, 0.1], [0.3, 0.7]]), np.array([[0.9, 0.1]])], sols).tolist()
-    [0.3, -inf]
-    """
-    return np.array([p[-1, 0] if len(p) and len(p) == len(s.texts) else -np.inf for p, s in zip(probs, solutions)],
-                    dtype=float)
 
 
 def label_agreement(solutions, probs: list[np.ndarray], threshold: float) -> dict:
@@ -289,9 +278,7 @@ def job_label(out: Path, cfg, large_cfg, base_dir: str, large_dir: str, data_dir
 def study_configs(cfg):
     """(small, large): ``cfg`` with the small reward models' and the large PRM's optimiser steps."""
     sc = cfg.synthetic
-    small = cfg.replace({"rm.steps": sc.rm_steps}) if sc.rm_steps else cfg
-    large = cfg.replace({"rm.steps": sc.large_steps}) if sc.large_steps else cfg
-    return small, large
+    return with_rm_steps(cfg, sc.rm_steps), with_rm_steps(cfg, sc.large_steps)
 
 
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",

@@ -73,6 +73,9 @@ class SelectConfig:
         "help": "choose k from each problem (grouped by problem.id, else the problem text) instead of k in all"})
     wrong_share: float = field(default=0.8, metadata={
         "help": "convincing_wrong_answer: share of each set that is wrong-answer samples (the paper: 0.8)"})
+    wrong_grades: tuple[str, ...] = field(default=WRONG_GRADES, metadata={
+        "help": "convincing_wrong_answer: the grades that count as a wrong answer (incorrect alone leaves out "
+                "solutions with no final answer, e.g. cut off)"})
     seed: int = field(default=0, metadata={"help": "seed of the random generator (only random draws from it)"})
 
     def __post_init__(self):
@@ -82,6 +85,15 @@ class SelectConfig:
             raise ValueError(f"k must be at least 0, not {self.k}")
         if not 0.0 <= self.wrong_share <= 1.0:
             raise ValueError(f"wrong_share must be in [0, 1], not {self.wrong_share}")
+        object.__setattr__(self, "wrong_grades", check_wrong_grades(self.wrong_grades))
+
+
+def check_wrong_grades(grades) -> tuple[str, ...]:
+    """``grades`` as a tuple, checked: a non-empty subset of :data:`WRONG_GRADES`."""
+    grades = tuple(grades)
+    if not grades or not set(grades) <= set(WRONG_GRADES):
+        raise ValueError(f"wrong_grades must be one or more of {', '.join(WRONG_GRADES)}, not {grades}")
+    return grades
 
 
 # --- reading a pool -------------------------------------------------------------------------------
@@ -126,8 +138,8 @@ def scores_of(candidates: list[Solution], score: str | None) -> list[float]:
     return out
 
 
-def wrong_answers(candidates: list[Solution]) -> list[bool]:
-    """Whether each candidate's final answer fails the check (grade in :data:`WRONG_GRADES`).
+def wrong_answers(candidates: list[Solution], grades: tuple[str, ...] = WRONG_GRADES) -> list[bool]:
+    """Whether each candidate's final answer fails the check (its grade is one of ``grades``).
 
     A candidate with no grade is an error, never a guess: grade the pool first.
     """
@@ -136,7 +148,7 @@ def wrong_answers(candidates: list[Solution]) -> list[bool]:
         if s.grade is None:
             raise SelectionError(f"{_name(i, s)} has no grade; convincing_wrong_answer needs every "
                                  "candidate graded (correct, incorrect or unparseable)")
-        out.append(s.grade in WRONG_GRADES)
+        out.append(s.grade in grades)
     return out
 
 
@@ -147,6 +159,35 @@ def wrong_quota(k: int, wrong_share: float) -> int:
     (8, 2, 1)
     """
     return round(wrong_share * k)
+
+
+def wrong_quotas(groups: list[list[int]], wrong: list[bool], keys: list[float], k: int,
+                 wrong_share: float) -> list[int]:
+    """Per group (problem), how many wrong answers its set of ``k`` takes, so that *all sets together*
+    hold :func:`wrong_quota` ``(k * groups, wrong_share)`` of them.
+
+    Rounding each set alone would make a set of 1 all wrong answers (``round(0.8) = 1``) and the mix
+    vanish at small ``k``. So every group takes ``floor(wrong_share * k)``, and the remaining quota goes
+    one each to the groups whose next wrong answer is the most convincing (highest key), among the
+    groups that have one.
+
+    >>> wrong_quotas([[0, 1], [2, 3], [4, 5], [6, 7], [8, 9]], [True, False] * 5,
+    ...              [0.9, 0.5, 0.2, 0.5, 0.8, 0.5, 0.7, 0.5, 0.6, 0.5], 1, 0.8)
+    [1, 0, 1, 1, 1]
+    """
+    base = math.floor(wrong_share * k + 1e-9)
+    extra = wrong_quota(k * len(groups), wrong_share) - base * len(groups)
+    quotas = [base] * len(groups)
+    if extra <= 0:
+        return quotas
+    next_wrong = []
+    for gi, g in enumerate(groups):
+        ranked = _highest([i for i in g if wrong[i]], keys, base + 1)
+        if len(ranked) > base:
+            next_wrong.append((-keys[ranked[base]], gi))
+    for _, gi in sorted(next_wrong)[:extra]:
+        quotas[gi] += 1
+    return quotas
 
 
 def _groups(candidates: list[Solution], per_problem: bool) -> list[list[int]]:
@@ -207,12 +248,14 @@ def random_sample(candidates: list[Solution], k: int, rng: Random, *, per_proble
 
 def convincing_wrong_answer(candidates: list[Solution], k: int, rng: Random | None = None, *,
                             score: str | None = None, wrong_share: float = 0.8,
-                            per_problem: bool = False) -> list[Solution]:
+                            per_problem: bool = False, wrong_grades: tuple[str, ...] = WRONG_GRADES) -> list[Solution]:
     """The paper's active-learning mix: most convincing wrong answers, then the most convincing of the rest.
 
-    Of each set of ``k`` (per problem, or in all), :func:`wrong_quota` ``(k, wrong_share)`` are the
-    highest-scored wrong-answer samples (:data:`WRONG_GRADES`) and the others the highest-scored of all
-    samples that remain (which may hold further wrong answers, as in the paper). When a set has too few
+    Of the ``k`` (per problem, or in all), a share ``wrong_share`` are the highest-scored wrong-answer
+    samples (grade in ``wrong_grades``, by default :data:`WRONG_GRADES`) and the others the highest-scored of all samples that remain (which
+    may hold further wrong answers, as in the paper). Per problem, the share holds over all problems
+    together (:func:`wrong_quotas`): at ``k = 1`` and 0.8, 80% of the problems give their most
+    convincing wrong answer and 20% their most convincing sample. When a set has too few
     wrong answers the remainder fills the gap, so a set is ``min(k, pool size)`` long. Every candidate
     must be graded. The chosen are returned highest score first (per problem, in order of appearance).
 
@@ -226,10 +269,11 @@ def convincing_wrong_answer(candidates: list[Solution], k: int, rng: Random | No
     if not 0.0 <= wrong_share <= 1.0:
         raise ValueError(f"wrong_share must be in [0, 1], not {wrong_share}")
     keys = scores_of(candidates, score)
-    wrong = wrong_answers(candidates)
+    wrong = wrong_answers(candidates, check_wrong_grades(wrong_grades))
     chosen = []
-    for g in _groups(candidates, per_problem):
-        picked = _highest([i for i in g if wrong[i]], keys, wrong_quota(k, wrong_share))
+    groups = _groups(candidates, per_problem)
+    for g, quota in zip(groups, wrong_quotas(groups, wrong, keys, k, wrong_share)):
+        picked = _highest([i for i in g if wrong[i]], keys, quota)
         taken = set(picked)
         picked += _highest([i for i in g if i not in taken], keys, min(k, len(g)) - len(picked))
         chosen += [candidates[i] for i in sorted(picked, key=lambda i: (-keys[i], i))]
@@ -246,7 +290,7 @@ def select(candidates: list[Solution], config: SelectConfig, rng: Random | None 
         return random_sample(candidates, c.k, rng, per_problem=c.per_problem)
     if c.strategy == "convincing_wrong_answer":
         return convincing_wrong_answer(candidates, c.k, rng, score=c.score, wrong_share=c.wrong_share,
-                                       per_problem=c.per_problem)
+                                       per_problem=c.per_problem, wrong_grades=c.wrong_grades)
     fn = {"top_k": top_k, "uncertainty": uncertainty}[c.strategy]
     return fn(candidates, c.k, rng, score=c.score, per_problem=c.per_problem)
 

@@ -86,10 +86,13 @@ def test_active_set_is_convincing_wrong_answers_outside_the_selector_set(candida
         free = [i for i in g if i not in batches[0]]
         wrong = [i for i in free if candidates[i].grade in WRONG_GRADES]
         assert len(mine) == 3
-        top_wrong = sorted(wrong, key=lambda i: -scores[i])[:2]  # round(0.8 * 3) = 2 wrong answers first
-        assert set(top_wrong) <= set(mine)
-        rest = sorted(set(free) - set(top_wrong), key=lambda i: -scores[i])[:3 - len(top_wrong)]
-        assert set(mine) == set(top_wrong) | set(rest)
+        ranked = sorted(wrong, key=lambda i: -scores[i])
+        # 0.8 x 3 = 2.4 wrong answers a problem: 2 or 3 of each set, 2.4 on average over all problems
+        shapes = []
+        for quota in (2, 3):
+            rest = sorted(set(free) - set(ranked[:quota]), key=lambda i: -scores[i])[:3 - len(ranked[:quota])]
+            shapes.append(set(ranked[:quota]) | set(rest))
+        assert set(mine) in shapes
 
 
 def test_generations_chain_their_batches(candidates):

@@ -25,6 +25,7 @@ from prmkit.select import (
     top_k,
     uncertainty,
     wrong_quota,
+    wrong_quotas,
 )
 
 SETTINGS = settings(max_examples=60, deadline=None)
@@ -113,13 +114,46 @@ def test_top_k_takes_the_highest_scores_and_uncertainty_the_nearest_half(rows, k
             assert [key(s) for s in picked] == sorted((key(s) for s in picked), reverse=True)  # serving order
 
 
+def quotas_of(pool, k, share, per_problem):
+    """Per group of :func:`groups`, the wrong-answer quota the library gives it."""
+    members = list(groups(pool, per_problem).values())
+    index = {id(s): i for i, s in enumerate(pool)}
+    idx = [[index[id(s)] for s in m] for m in members]
+    return wrong_quotas(idx, [is_wrong(s) for s in pool], [s.scores["prm_min"] for s in pool], k, share)
+
+
+@SETTINGS
+@given(rows, ks, st.booleans(), shares)
+def test_wrong_quotas_spread_the_share_over_problems(rows, k, per_problem, share):
+    pool = make_pool(rows)
+    quotas = quotas_of(pool, k, share, per_problem)
+    floor = int(share * k + 1e-9)
+    assert all(q in (floor, floor + 1) for q in quotas)
+    assert sum(quotas) <= wrong_quota(k * len(quotas), share)
+    members = list(groups(pool, per_problem).values())
+    eligible = [m for m in members if sum(map(is_wrong, m)) > floor]
+    if len(eligible) == len(members):  # every group could take one more: the total is exact
+        assert sum(quotas) == wrong_quota(k * len(quotas), share)
+    for q, m in zip(quotas, members):  # an extra only where the group has that many wrong answers
+        assert q == floor or sum(map(is_wrong, m)) > floor
+
+
+def test_wrong_quotas_give_the_extras_to_the_most_convincing_next_wrong_answers():
+    # k = 1 per problem at 0.8: 4 of 5 problems give a wrong answer, not all 5 (round(0.8) would be 1 each)
+    pool = make_pool([(p, g, sc) for p, top in enumerate([0.9, 0.2, 0.8, 0.7, 0.6])
+                      for g, sc in (("incorrect", top), ("correct", 0.5))])
+    assert quotas_of(pool, 1, 0.8, True) == [1, 0, 1, 1, 1]
+    chosen = convincing_wrong_answer(pool, 1, wrong_share=0.8, per_problem=True)
+    assert summarise(chosen)["wrong_share"] == 0.8
+    assert [s.id for s in chosen] == ["s0", "s3", "s4", "s6", "s8"]
+
+
 @SETTINGS
 @given(rows, ks, st.booleans(), shares)
 def test_convincing_wrong_answer_takes_the_highest_of_each_part(rows, k, per_problem, share):
     pool = make_pool(rows)
     chosen = convincing_wrong_answer(pool, k, Random(0), wrong_share=share, per_problem=per_problem)
-    quota = wrong_quota(k, share)
-    for members in groups(pool, per_problem).values():
+    for members, quota in zip(groups(pool, per_problem).values(), quotas_of(pool, k, share, per_problem)):
         picked = [s for s in chosen if s in members]
         wrong = sorted((s for s in members if is_wrong(s)), key=lambda s: -s.scores["prm_min"])  # stable: ties by order
         wrong_part = wrong[:quota]
@@ -139,11 +173,28 @@ def test_wrong_share_is_the_quota_when_enough_wrong_answers_exist(rows, k, per_p
     pool = make_pool([(p, "incorrect" if wrong else "correct", x / 2 if wrong else 0.5 + x / 2)
                       for p, wrong, x in rows])
     chosen = convincing_wrong_answer(pool, k, Random(0), wrong_share=share, per_problem=per_problem)
-    quota = wrong_quota(k, share)
-    for members in groups(pool, per_problem).values():
-        n_wrong = sum(map(is_wrong, members))
-        if n_wrong >= quota and len(members) - n_wrong >= k - quota:
-            assert sum(is_wrong(s) for s in chosen if s in members) == round(share * k)
+    members = list(groups(pool, per_problem).values())
+    ceil = -(-round(share * k * 1000) // 1000)
+    if all(sum(map(is_wrong, m)) >= ceil and len(m) - sum(map(is_wrong, m)) >= k for m in members):
+        assert sum(map(is_wrong, chosen)) == wrong_quota(k * len(members), share)
+
+
+@SETTINGS
+@given(rows, ks, st.booleans(), shares)
+def test_wrong_grades_choose_what_counts_as_wrong(rows, k, per_problem, share):
+    pool = make_pool(rows)
+    strict = convincing_wrong_answer(pool, k, wrong_share=share, per_problem=per_problem, wrong_grades=("incorrect",))
+    recount = make_pool([(p, "correct" if g == "unparseable" else g, sc) for p, g, sc in rows])
+    # counting only `incorrect` is the same choice as if the unparseable samples were graded correct
+    assert [s.id for s in strict] == [s.id for s in convincing_wrong_answer(recount, k, wrong_share=share,
+                                                                            per_problem=per_problem)]
+
+
+def test_wrong_grades_are_checked():
+    for bad in [(), ("correct",), ("incorrect", "wrong")]:
+        with pytest.raises(ValueError, match="wrong_grades must be one or more of"):
+            SelectConfig(wrong_grades=bad)
+    assert SelectConfig(wrong_grades=["incorrect"]).wrong_grades == ("incorrect",)
 
 
 def test_the_papers_mix_on_one_problem():
@@ -212,6 +263,14 @@ def test_cli_select(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary == {"chosen": 6, "problems": 3, "wrong_share": 1.0, "per_problem": {"p0": 2, "p1": 2, "p2": 2}}
     assert [s.id for s in read_solutions(out)] == ["s1", "s2", "s5", "s6", "s9", "s10"]
+
+    # only `incorrect` counts: the unparseable s2, s6, s10 give way to the less convincing incorrect ones
+    assert main(["select", "--score", "prm_min", "--k", "2", "--per-problem", "--wrong-share", "1",
+                 "--wrong-grades", "incorrect", str(src), str(out)]) == 0
+    assert [s.id for s in read_solutions(out)] == ["s1", "s3", "s5", "s7", "s9", "s11"]
+    capsys.readouterr()
+    assert main(["select", "--wrong-grades", "correct", str(src), str(out)]) == 2
+    assert "wrong_grades must be one or more of incorrect, unparseable" in capsys.readouterr().err
 
     write_records(src, [Solution.from_steps("q", ["x"], scores={"prm_min": 0.5})])
     assert main(["select", str(src), str(out)]) == 2

@@ -17,9 +17,9 @@ examples:
   prmkit label push --project gen-b --strategy in_order to_label.jsonl   (serve them in this order)
 
 IN holds prmkit records with solution scores (`prmkit score`) and, for convincing_wrong_answer,
-grades. A wrong answer is grade incorrect or unparseable; an ungraded candidate is an error. Prints
-a JSON summary: chosen, problems, wrong_share among the chosen, chosen per problem. docs/labelling.md
-("Choosing what to label") describes the strategies.
+grades. A wrong answer is grade incorrect or unparseable (--wrong-grades); an ungraded candidate is
+an error. Prints a JSON summary: chosen, problems, wrong_share among the chosen, chosen per problem.
+docs/labelling.md ("Choosing what to label") describes the strategies.
 """
 
 
@@ -40,6 +40,7 @@ def register(subparsers) -> None:
     p.add_argument("--k", type=int, default=d.k, help=helps["k"])
     p.add_argument("--per-problem", action="store_true", help=helps["per_problem"])
     p.add_argument("--wrong-share", type=float, default=d.wrong_share, help=helps["wrong_share"])
+    p.add_argument("--wrong-grades", metavar="G[,G]", default=",".join(d.wrong_grades), help=helps["wrong_grades"])
     p.add_argument("--seed", type=int, default=d.seed, help=helps["seed"])
     p.set_defaults(func=run_select)
 
@@ -49,7 +50,7 @@ def run_select(args: argparse.Namespace) -> int:
     from prmkit.select import SelectConfig, select, summarise
 
     config = SelectConfig(strategy=args.strategy, score=args.score, k=args.k, per_problem=args.per_problem,
-                          wrong_share=args.wrong_share, seed=args.seed)
+                          wrong_share=args.wrong_share, wrong_grades=tuple(args.wrong_grades.split(",")), seed=args.seed)
     chosen = select(list(read_solutions(args.input)), config)
     write_records(args.output, chosen, inputs=[args.input])
     print(json.dumps(summarise(chosen)))

@@ -11,14 +11,14 @@ seed (sizes from :class:`~prmkit.lab.study.config.ActiveConfig`):
 3. **Selector**: the uniform PRM at ``budgets[0]`` per problem (the paper trained its selector on one
    sample per problem) scores every candidate (``prm_min``).
 4. **Active arm**: for each ``k``, :func:`prmkit.select.convincing_wrong_answer` picks ``k`` per
-   problem among the candidates the selector did not learn from: ``wrong_share`` of them the highest-
-   scored wrong answers, the rest the highest-scored of what remains.
+   problem among the candidates the selector did not learn from: ``wrong_share`` of them (over all
+   problems together) the highest-scored wrong answers, the rest the highest-scored of what remains.
 5. **Generations**: cumulative labels per problem follow ``budgets[:generations]`` (0: all); generation 1 is the
    uniform set (its model is the selector), each later one retrains the PRM on everything labelled so
    far, re-scores the remaining candidates and adds a convincing-wrong-answer batch.
 
-Every set trains a PRM (``rm_steps`` optimiser steps, the same for every arm) that is scored on the
-held-out pool: exact best-of-``n`` per problem and step AUROC against the oracle. The data-efficiency
+Every set trains a PRM (``rm_steps`` optimiser steps, raised to ``rm_epochs`` passes over a larger set,
+by the same rule for every arm) that is scored on the held-out pool: exact best-of-``n`` per problem and step AUROC against the oracle. The data-efficiency
 factor is the ratio of the slopes of accuracy against ``ln(labels)`` (:func:`~prmkit.lab.study.core.slope_ratio`, the
 paper's method), with a bootstrap CI over seeds and problems. Two views of the active arm's labels:
 *strict* counts the selector's ``budgets[0]`` labels per problem too (it cannot select without them),
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from pathlib import Path
 
@@ -53,10 +54,11 @@ from prmkit.lab.study.core import (
     write_json,
     write_study_pages,
 )
+from prmkit.select import WRONG_GRADES
 
 NAME = "active"
 SCORE = "prm_min"
-VERSION = 1
+VERSION = 2
 """Part of every job key: bump it when a job's output changes meaning."""
 
 
@@ -108,7 +110,8 @@ def take_uniform(orders: list[list[int]], k: int, taken: set[int]) -> list[int]:
     return [i for order in orders for i in [j for j in order if j not in taken][:k]]
 
 
-def take_active(candidates: list, scores: np.ndarray, k: int, taken: set[int], wrong_share: float) -> list[int]:
+def take_active(candidates: list, scores: np.ndarray, k: int, taken: set[int], wrong_share: float,
+                wrong_grades: tuple[str, ...] = WRONG_GRADES) -> list[int]:
     """Indices of :func:`prmkit.select.convincing_wrong_answer` (``k`` per problem) among the candidates
     not ``taken``, ranked by ``scores`` (one per candidate)."""
     from prmkit.select import convincing_wrong_answer
@@ -116,12 +119,13 @@ def take_active(candidates: list, scores: np.ndarray, k: int, taken: set[int], w
     free = [i for i in range(len(candidates)) if i not in taken]
     pool = [dataclasses.replace(candidates[i], scores={SCORE: float(scores[i])}) for i in free]
     where = {id(s): i for s, i in zip(pool, free)}
-    chosen = convincing_wrong_answer(pool, k, score=SCORE, wrong_share=wrong_share, per_problem=True)
+    chosen = convincing_wrong_answer(pool, k, score=SCORE, wrong_share=wrong_share, per_problem=True,
+                                     wrong_grades=wrong_grades)
     return [where[id(s)] for s in chosen]
 
 
 def choose(candidates: list, plan: list[tuple], scores: dict[str, np.ndarray], seed: int,
-           wrong_share: float) -> tuple[list[list[int]], list[int]]:
+           wrong_share: float, wrong_grades: tuple[str, ...] = WRONG_GRADES) -> tuple[list[list[int]], list[int]]:
     """(every batch's candidate indices, the indices of the training set) of a plan (see :func:`model_plans`);
     ``scores`` maps each scorer named in the plan to one score per candidate."""
     orders = uniform_orders(grouped(candidates), seed)
@@ -131,7 +135,7 @@ def choose(candidates: list, plan: list[tuple], scores: dict[str, np.ndarray], s
         if strategy == "uniform":
             idx = take_uniform(orders, k, taken)
         elif strategy == "active":
-            idx = take_active(candidates, scores[scorer], k, taken, wrong_share)
+            idx = take_active(candidates, scores[scorer], k, taken, wrong_share, wrong_grades)
         else:
             raise ValueError(f"unknown batch strategy {strategy!r}")
         taken.update(idx)
@@ -218,7 +222,7 @@ def job_model(out: Path, cfg, seed: int, base_dir: str, data_dir: str, feat_dirs
     cands = list(read_solutions(data / "candidates.jsonl.gz"))
     labelled = list(read_solutions(data / "labelled.jsonl.gz"))
     scores = {d: solution_scores(load_probs(Path(d) / "probs-candidates.npz")) for _, _, d, _ in plan if d}
-    batches, used = choose(cands, [tuple(b) for b in plan], scores, seed, a.wrong_share)
+    batches, used = choose(cands, [tuple(b) for b in plan], scores, seed, a.wrong_share, a.wrong_grades)
     train = [labelled[i] for i in used]
     write_records(out / "train.jsonl.gz", train)
     ids = [[cands[i].id for i in b] for b in batches]
@@ -227,7 +231,7 @@ def job_model(out: Path, cfg, seed: int, base_dir: str, data_dir: str, feat_dirs
     if score_candidates:
         pools["candidates"] = (str(data / "candidates.jsonl.gz"), feat_dirs["candidates"])
     name = out.name.lstrip(".").removesuffix(".part")
-    info = train_and_score(out, "prm", train, feat_dirs["candidates"], rm_config(cfg), seed, base_dir, pools,
+    info = train_and_score(out, "prm", train, feat_dirs["candidates"], rm_config(cfg, len(train)), seed, base_dir, pools,
                            progress, desc=f"train {name} ({len(train)} labels, seed {seed})")
     pool = list(read_solutions(data / "eval.jsonl.gz"))
     bon, step_auroc = eval_metrics(pool, load_probs(out / "probs-eval.npz"), data / "eval-truth.npz", a.n)
@@ -269,8 +273,11 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                 for m in (m for m in models if m["depth"] == depth):
                     plan = [(st, k, str(sd[s] / d) if d else None, u) for st, k, d, u in m["plan"]]
                     keyed = [(st, k, _done_key(d) if d else None, u) for st, k, d, u in plan]
-                    key = key_of(dkey[s], bkey, rcfg.rm, a.n, a.wrong_share, keyed, m["score_candidates"],
-                                 cfg.base.max_length, VERSION)
+                    # wrong_grades joins the key only when not the default, so that runs made before it
+                    # existed stay valid
+                    grades = [] if a.wrong_grades == WRONG_GRADES else [a.wrong_grades]
+                    key = key_of(dkey[s], bkey, rcfg.rm, a.n, a.wrong_share, *grades, a.rm_epochs, keyed,
+                                 m["score_candidates"], cfg.base.max_length, VERSION)
                     calls.append((str(sd[s] / m["name"]), key, job_model, cfg, s, base_dir, str(sd[s] / "data"),
                                   fdirs[s], plan, m["score_candidates"], inner))
             runner.stage(_STAGES[depth] if depth < len(_STAGES) else f"generation {depth + 1}", calls)
@@ -288,9 +295,16 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
 _STAGES = ("uniform (selector, generation 1)", "active, generation 2")
 
 
-def rm_config(cfg):
-    """``cfg`` with the study's reward-model steps (``active.rm_steps``; 0 keeps ``rm.steps``)."""
-    return with_rm_steps(cfg, cfg.active.rm_steps)
+def rm_config(cfg, labels: int = 0):
+    """``cfg`` with the reward-model steps of a PRM trained on ``labels`` solutions: ``active.rm_steps``
+    (0 keeps ``rm.steps``), raised to ``active.rm_epochs`` passes over the set.
+
+    >>> from prmkit.lab.config import preset
+    >>> [rm_config(preset("default"), n).rm.steps for n in (500, 1000, 2000)]
+    [300, 300, 500]
+    """
+    cfg = with_rm_steps(cfg, cfg.active.rm_steps)
+    return with_rm_steps(cfg, max(cfg.rm.steps, math.ceil(cfg.active.rm_epochs * labels / cfg.rm.batch_size)))
 
 
 def _done_key(folder: str) -> str:
@@ -335,7 +349,7 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
     head_factor = factors[head]["factor"]
     rm = rm_config(cfg).rm
     return {"study": NAME, "seeds": list(seeds), "config": dataclasses.asdict(a), "n": a.n,
-            "rm_steps": rm.steps, "rm_batch_size": rm.batch_size,
+            "rm_steps": rm.steps, "rm_batch_size": rm.batch_size, "rm_epochs": a.rm_epochs,
             "headline": {"view": head, **{k: factors[head][k] for k in ("factor", "ci95", "per_seed")},
                          "target": 2.0, "point_estimate_met": bool(np.isfinite(head_factor) and head_factor >= 2.0),
                          "conclusive": bool(factors[head]["ci95"][0] >= 2.0),
@@ -413,6 +427,19 @@ def _factor(f: dict) -> str:
     return f"{num(f['factor'])} [{num(f['ci95'][0])}, {num(f['ci95'][1])}]"
 
 
+def _equal_labels_note(diffs: dict, budgets: list[int]) -> str:
+    """What the paired differences at equal labels say beside the slope ratio (which reads only slopes:
+    a steeper active line that starts lower gives a large factor while active sets are worse)."""
+    below = [k for k in budgets if diffs[f"active-{k} - uniform-{k}"]["mean"] < 0]
+    if not below:
+        return ""
+    above = [k for k in budgets if k not in below]
+    where = lambda ks: ", ".join(str(k) for k in ks)
+    return (f" The slope ratio compares how fast the lines rise, not where they lie: at equal selected labels the "
+            f"active sets are below uniform at {where(below)} per problem"
+            + (f" and above at {where(above)}" if above else "") + " (paired differences below).")
+
+
 def section_html(summary: dict, figures: list[Path]) -> str:
     """The study's HTML fragment (from ``<h2>``): protocol, factors, accuracy, what the selection changed."""
     import html
@@ -426,7 +453,8 @@ def section_html(summary: dict, figures: list[Path]) -> str:
     intro = (f"Seeds {seeds}. Per seed: {c['train_problems']} training problems x {c['candidates']} candidate "
              f"samples, each rated once by the simulated labellers; held out: {c['eval_problems']} problems x "
              f"{c['eval_samples']} samples, exact best-of-{c['n']} by the PRM's min step score. Every PRM trains "
-             f"{summary['rm_steps']} optimiser steps of {summary['rm_batch_size']} solutions. Selector: the uniform "
+             f"{summary['rm_steps']} optimiser steps of {summary['rm_batch_size']} solutions, or "
+             f"{summary.get('rm_epochs', 0):g} passes over its labels where that is more. Selector: the uniform "
              f"PRM at {c['budgets'][0]} per problem; active sets: {c['wrong_share']:.0%} the most convincing wrong "
              "answers, the rest the most convincing of what remains, from the candidates the selector did not learn "
              "from. 95% CIs: bootstrap over seeds and held-out problems. Data-efficiency factor = slope(arm) / "
@@ -438,6 +466,7 @@ def section_html(summary: dict, figures: list[Path]) -> str:
     caveat = ("" if head["uniform_slope_positive"] else
               " The uniform arm's accuracy does not rise with labels here (slope &le; 0), so the ratio of slopes "
               "is undefined (shown as inf); read the differences below.")
+    caveat += _equal_labels_note(summary["differences"], c["budgets"])
     parts = ["<h2>Active learning: convincing wrong answers against uniform selection</h2>",
              f"<p class='note'>{intro}</p>", f"<p><b>{verdict}</b>{caveat}</p>"]
     rows = []

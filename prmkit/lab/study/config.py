@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from prmkit.select import WRONG_GRADES, check_wrong_grades
+
 
 @dataclass(frozen=True)
 class BudgetConfig:
@@ -73,6 +75,9 @@ class ActiveConfig:
     n: int = field(default=16, metadata={"help": "best-of-N at this N (above eval_samples: best of all samples)"})
     wrong_share: float = field(default=0.8, metadata={
         "help": "share of each active set that is the most convincing wrong answers (the paper's 0.8)"})
+    wrong_grades: tuple[str, ...] = field(default=WRONG_GRADES, metadata={
+        "help": "grades the selection counts as a wrong answer (prmkit.select.WRONG_GRADES); 'incorrect' alone "
+                "leaves out samples cut off before their answer"})
     count_selector: bool = field(default=True, metadata={
         "help": "headline: count the selector's labels in the active arm's budget (the strict view); both "
                 "views are always reported"})
@@ -83,6 +88,10 @@ class ActiveConfig:
         "help": "optimiser steps of every reward model of the study (0: rm.steps, 300); the same for every arm. "
                 "Fewer is unstable: at 80 steps some PRMs never learn to use the surprise features (step AUROC "
                 "0.57-0.96 on one set), and the lab's PRMs at 300 steps did so between steps 75 and 225"})
+    rm_epochs: float = field(default=8.0, metadata={
+        "help": "at least this many passes over its training set for every PRM: a set of L labels trains "
+                "max(steps, ceil(rm_epochs x L / rm.batch_size)) steps, so a larger set is not cut short by a "
+                "budget sized for the smallest (0: the fixed step budget alone)"})
 
     def __post_init__(self):
         object.__setattr__(self, "budgets", tuple(sorted({int(b) for b in self.budgets})))
@@ -97,11 +106,14 @@ class ActiveConfig:
             raise ValueError(f"active.n must be at least 1, got {self.n}")
         if not 0.0 <= self.wrong_share <= 1.0:
             raise ValueError(f"active.wrong_share must lie in [0, 1], got {self.wrong_share}")
+        object.__setattr__(self, "wrong_grades", check_wrong_grades(self.wrong_grades))
         if not 0 <= self.generations <= len(self.budgets):
             raise ValueError(f"active.generations must lie in 0..len(budgets) ({len(self.budgets)}), "
                              f"got {self.generations}")
         if self.rm_steps < 0:
             raise ValueError(f"active.rm_steps must be at least 0, got {self.rm_steps}")
+        if self.rm_epochs < 0:
+            raise ValueError(f"active.rm_epochs must be at least 0, got {self.rm_epochs}")
 
     @classmethod
     def quick(cls) -> ActiveConfig:

@@ -1,6 +1,6 @@
 """``prmkit lab study active``: the plans, the choice of sets, the slope ratio, and the quick study end to end.
 
-The slow test runs the study on the quick preset for three seeds into a temporary folder (the base model
+The slow test runs the study on the quick preset for two seeds into a temporary folder (the base model
 in the session's shared cache) and checks its outputs, that the selection does what it says (more wrong
 answers than uniform), the direction of the main effect, and that a rerun skips every job.
 """
@@ -136,7 +136,7 @@ def test_equivalent_labels_is_one_on_the_baseline_and_none_without_a_slope():
 
 # --- slow: the study end to end ------------------------------------------------------------------
 
-SEEDS = [0, 1]  # two seeds keep it near 3 minutes on a quiet 2-core machine
+SEEDS = [0, 1]  # two seeds keep it near 3.5 minutes on a quiet 2-core machine
 
 
 @pytest.fixture(scope="module")
@@ -161,17 +161,21 @@ def test_quick_study_end_to_end(lab_cache, quick_study):
         for m in ("uniform-1", "uniform-4", "active-1", "active-4", "gen-2"):
             for name in ("train.jsonl.gz", "chosen.json", "model.pt", "probs-eval.npz"):
                 assert (out / f"seed-{s}" / m / name).is_file(), (s, m, name)
-    # the main effect of the selection itself: at every budget and seed, the convincing-wrong-answer sets
-    # hold more wrong answers than uniform sets of the same size (measured: +37 points at 1, +9 at 4)
+    # what the selection itself does: at every budget and seed, the convincing-wrong-answer sets hold more
+    # wrong answers than uniform sets of the same size (measured: 83% against 53% at 1 per problem, 68%
+    # against 54% at 4)
     for s in SEEDS:
         for k in cfg.active.budgets:
             act, uni = (summary["models"][s][f"{arm}-{k}"] for arm in ("active", "uniform"))
             assert act["labels"] == uni["labels"] == k * cfg.active.train_problems
             a_set, u_set = (summary["batches"][s][f"{arm}-{k}"][-1] for arm in ("active", "uniform"))
             assert a_set["wrong_answer"] > u_set["wrong_answer"] + 0.05
-    # Accuracy is not asserted at this size: PRMs of 80 steps are not trained to stability (measured step AUROC
-    # 0.51-0.97 across sets and seeds), so the direction of an accuracy gap here would be a coin flip; the
-    # default size's measured results are in docs/study-active.md.
+    # The main effect as the study measures it (the paper's slope ratio, headline view): accuracy climbs
+    # faster with labels on the active arm than on the uniform one. Measured at this size: 1.80 [0.80, 3.24]
+    # on seeds 0, 1 (per seed 2.07, 1.39) and 1.79 on seeds 2, 3 (7.58, 0.93); 5.33 [2.50, inf] at the
+    # default size. Not asserted: that active lies above uniform at equal labels; at 1 per problem it lies
+    # below on most seeds, here and at the default size (docs/study-active.md).
+    assert summary["headline"]["factor"] > 1
     f = summary["factors"]
     assert len(f["active_paper"]["per_seed"]) == len(SEEDS)
     assert len(summary["differences"]) == 3  # active at 1 and at 4, generation 2

@@ -19,6 +19,7 @@ from prmkit.lab.study.active import (
     choose,
     equivalent_labels,
     model_plans,
+    rm_config,
     set_stats,
     take_uniform,
     uniform_orders,
@@ -65,6 +66,18 @@ def test_config_rejects_what_cannot_run():
     assert ActiveConfig(budgets=(4, 1, 2)).budgets == (1, 2, 4)
     cfg = preset("default").replace({"active.budgets": "1,2"}).active
     assert cfg.budgets == (1, 2) and cfg.n_generations == 2  # 0 generations: one per budget
+    with pytest.raises(ValueError, match="wrong_grades must be one or more of incorrect, unparseable"):
+        preset("default").replace({"active.wrong_grades": "correct"})
+    assert preset("default").replace({"active.wrong_grades": "incorrect"}).active.wrong_grades == ("incorrect",)
+    with pytest.raises(ValueError, match="rm_epochs"):
+        ActiveConfig(rm_epochs=-1)
+
+
+def test_every_prm_gets_at_least_rm_epochs_passes_over_its_labels():
+    cfg = preset("default")  # 300 steps of 32, 8 passes
+    assert [rm_config(cfg, n).rm.steps for n in (0, 500, 1200, 1201, 2000)] == [300, 300, 300, 301, 500]
+    assert rm_config(cfg.replace({"active.rm_epochs": 0}), 2000).rm.steps == 300
+    assert rm_config(cfg.replace({"active.rm_steps": 80}), 200).rm.steps == 80
 
 
 def test_uniform_sets_are_nested_and_per_problem(candidates):

@@ -273,9 +273,10 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                 for m in (m for m in models if m["depth"] == depth):
                     plan = [(st, k, str(sd[s] / d) if d else None, u) for st, k, d, u in m["plan"]]
                     keyed = [(st, k, _done_key(d) if d else None, u) for st, k, d, u in plan]
-                    # wrong_grades joins the key only when not the default, so that runs made before it
-                    # existed stay valid
-                    grades = [] if a.wrong_grades == WRONG_GRADES else [a.wrong_grades]
+                    # wrong_grades joins the key of the models it can change (an active batch in the plan), and
+                    # only when not the default, so that runs made before it existed stay valid
+                    selects = any(st == "active" for st, *_ in m["plan"])
+                    grades = [a.wrong_grades] if selects and a.wrong_grades != WRONG_GRADES else []
                     key = key_of(dkey[s], bkey, rcfg.rm, a.n, a.wrong_share, *grades, a.rm_epochs, keyed,
                                  m["score_candidates"], cfg.base.max_length, VERSION)
                     calls.append((str(sd[s] / m["name"]), key, job_model, cfg, s, base_dir, str(sd[s] / "data"),

@@ -18,9 +18,9 @@ seed (sizes from :class:`~prmkit.lab.study.config.ActiveConfig`):
    far, re-scores the remaining candidates and adds a convincing-wrong-answer batch.
 
 Every set trains a PRM (``rm_steps`` optimiser steps, raised to ``rm_epochs`` passes over a larger set,
-by the same rule for every arm) that is scored on the held-out pool: exact best-of-``n`` per problem and step AUROC against the oracle. The data-efficiency
-factor is the ratio of the slopes of accuracy against ``ln(labels)`` (:func:`~prmkit.lab.study.core.slope_ratio`, the
-paper's method), with a bootstrap CI over seeds and problems. Two views of the active arm's labels:
+by the same rule for every arm) that is scored on the held-out pool: exact best-of-``n`` per problem and
+step AUROC against the oracle. The data-efficiency factor is the ratio of the slopes of accuracy against
+``ln(labels)`` (:func:`~prmkit.lab.study.core.slope_ratio`, the paper's method), with a bootstrap CI over seeds and problems. Two views of the active arm's labels:
 *strict* counts the selector's ``budgets[0]`` labels per problem too (it cannot select without them),
 *paper* counts only the selected set (the paper's plots). ``count_selector`` picks the headline.
 
@@ -435,10 +435,9 @@ def _equal_labels_note(diffs: dict, budgets: list[int]) -> str:
     if not below:
         return ""
     above = [k for k in budgets if k not in below]
-    where = lambda ks: ", ".join(str(k) for k in ks)
-    return (f" The slope ratio compares how fast the lines rise, not where they lie: at equal selected labels the "
-            f"active sets are below uniform at {where(below)} per problem"
-            + (f" and above at {where(above)}" if above else "") + " (paired differences below).")
+    return (" The slope ratio compares how fast the lines rise, not where they lie: at equal selected labels the "
+            f"active sets are below uniform at {', '.join(map(str, below))} per problem"
+            + (f" and above at {', '.join(map(str, above))}" if above else "") + " (paired differences below).")
 
 
 def section_html(summary: dict, figures: list[Path]) -> str:

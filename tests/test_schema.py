@@ -6,7 +6,8 @@ import gzip
 import json
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from prmkit.io import RecordError, RejectWriter, atomic_output, iter_json, read_solutions, write_records
 from prmkit.schema import Completion, Problem, SchemaError, Solution, Step
@@ -102,10 +103,9 @@ def test_gzip_and_formats(tmp_path):
 def test_atomic_output_never_leaves_half_a_file(tmp_path):
     out = tmp_path / "out.jsonl"
     out.write_text("previous\n")
-    with pytest.raises(RuntimeError):
-        with atomic_output(out) as f:
-            f.write("half")
-            raise RuntimeError("interrupted")
+    with pytest.raises(RuntimeError), atomic_output(out) as f:
+        f.write("half")
+        raise RuntimeError("interrupted")
     assert out.read_text() == "previous\n"
     assert [p.name for p in tmp_path.iterdir()] == ["out.jsonl"]
     write_records(out, [])

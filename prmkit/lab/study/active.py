@@ -44,6 +44,7 @@ from prmkit.lab.run import Runner, _init_worker, job_base, job_features, key_of
 from prmkit.lab.study.core import (
     bon_per_problem,
     grouped,
+    if_changed,
     load_probs,
     log_fit,
     mean_ci,
@@ -54,7 +55,7 @@ from prmkit.lab.study.core import (
     write_json,
     write_study_pages,
 )
-from prmkit.select import WRONG_GRADES
+from prmkit.select import WRONG_GRADES, convincing_wrong_answer
 
 NAME = "active"
 SCORE = "prm_min"
@@ -114,8 +115,6 @@ def take_active(candidates: list, scores: np.ndarray, k: int, taken: set[int], w
                 wrong_grades: tuple[str, ...] = WRONG_GRADES) -> list[int]:
     """Indices of :func:`prmkit.select.convincing_wrong_answer` (``k`` per problem) among the candidates
     not ``taken``, ranked by ``scores`` (one per candidate)."""
-    from prmkit.select import convincing_wrong_answer
-
     free = [i for i in range(len(candidates)) if i not in taken]
     pool = [dataclasses.replace(candidates[i], scores={SCORE: float(scores[i])}) for i in free]
     where = {id(s): i for s, i in zip(pool, free)}
@@ -149,7 +148,6 @@ def set_stats(chosen: list, labelled: list) -> dict:
     """What a selection changes: shares of wrong answers, of solutions with a wrong step (the oracle's
     truth), of records the labellers stopped at an error, and the mean number of rated steps."""
     from prmkit.lab.oracle import oracle_labels
-    from prmkit.select import WRONG_GRADES
 
     n = max(len(chosen), 1)
     return {"solutions": len(chosen),
@@ -273,10 +271,9 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                 for m in (m for m in models if m["depth"] == depth):
                     plan = [(st, k, str(sd[s] / d) if d else None, u) for st, k, d, u in m["plan"]]
                     keyed = [(st, k, _done_key(d) if d else None, u) for st, k, d, u in plan]
-                    # wrong_grades joins the key of the models it can change (an active batch in the plan), and
-                    # only when not the default, so that runs made before it existed stay valid
+                    # wrong_grades can change only the models that select (an active batch in the plan)
                     selects = any(st == "active" for st, *_ in m["plan"])
-                    grades = [a.wrong_grades] if selects and a.wrong_grades != WRONG_GRADES else []
+                    grades = if_changed(a.wrong_grades, WRONG_GRADES) if selects else ()
                     key = key_of(dkey[s], bkey, rcfg.rm, a.n, a.wrong_share, *grades, a.rm_epochs, keyed,
                                  m["score_candidates"], cfg.base.max_length, VERSION)
                     calls.append((str(sd[s] / m["name"]), key, job_model, cfg, s, base_dir, str(sd[s] / "data"),

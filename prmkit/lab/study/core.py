@@ -55,6 +55,16 @@ def with_rm_steps(cfg, steps: int):
     return cfg.replace({"rm.steps": steps}) if steps else cfg
 
 
+def if_changed(value, default) -> tuple:
+    """``(value,)`` when a setting differs from its default, else ``()``: the part of a job key for a
+    setting added after jobs were run, so that the default's jobs keep their keys (and are not redone).
+
+    >>> if_changed("prm", "prm"), if_changed("oracle", "prm")
+    ((), ('oracle',))
+    """
+    return () if value == default else (value,)
+
+
 def grouped(solutions) -> list[list[int]]:
     """Indices of ``solutions`` grouped by problem id, in order of first appearance."""
     groups: dict[str, list[int]] = {}
@@ -200,5 +210,19 @@ def write_json(path: Path, value) -> None:
     tmp.replace(path)
 
 
-__all__ = ["AGGREGATION", "bon_per_problem", "grouped", "job_train_score", "log_fit", "mean_ci", "orm_scores",
-           "slope_ratio", "solution_scores", "study_dir", "with_rm_steps", "write_json", "write_study_pages"]
+__all__ = [
+    "AGGREGATION",
+    "bon_per_problem",
+    "grouped",
+    "if_changed",
+    "job_train_score",
+    "log_fit",
+    "mean_ci",
+    "orm_scores",
+    "slope_ratio",
+    "solution_scores",
+    "study_dir",
+    "with_rm_steps",
+    "write_json",
+    "write_study_pages",
+]

@@ -38,6 +38,7 @@ from prmkit.lab.run import Runner, _init_worker, job_base, job_features, key_of
 from prmkit.lab.study.core import (
     bon_per_problem,
     grouped,
+    if_changed,
     job_train_score,
     load_probs,
     mean_ci,
@@ -318,7 +319,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
              str(large / "features"), large_cfg, sc.large_seed, base_dir, {}, inner),
             *((fdirs[s][p], key_of(pool_key[s], bkey, p, ml), job_features, base_dir,
                str(sd[s] / "data" / f"{p}.jsonl.gz"), ml, inner) for s in seeds for p in ("fresh", "eval"))])
-        teacher = () if sc.teacher == "prm" else (sc.teacher,)  # the default's keys stay those of before the setting
+        teacher = if_changed(sc.teacher, "prm")
         label_key = {s: key_of(prm_key, pool_key[s], sc.threshold, sc.per_problem, *teacher, VERSION) for s in seeds}
         runner.stage("label", [(str(sd[s] / "label"), label_key[s], job_label, cfg, large_cfg, base_dir,
                                 str(large / "prm"), str(sd[s] / "data"), fdirs[s], inner) for s in seeds])

@@ -193,8 +193,8 @@ def trl_worker(folder: Path, base: Path, seed: int, steps: int) -> dict:
                               else trainer.optimizer).__name__}
 
 
-def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, batches: str) -> dict:
-    """``batches``: grouped (prmkit's default), unsorted, or trl (TRL's recorded batches of this seed)."""
+def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, variant: dict) -> dict:
+    """``variant``: settings over prmkit's defaults; ``batches: trl`` trains on TRL's recorded batches."""
     import accelerate  # noqa: F401  (imported before timing, as TRL's worker imports it through trl)
     import torch
 
@@ -203,20 +203,21 @@ def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, batches: str)
 
     torch.set_num_threads(1)
     warm_up(base)
-    out = folder / f"prmkit-{seed}-{batches}"
+    out = folder / f"prmkit-{seed}-{variant['name']}"
     cfg = TrainConfig(data=str(folder / "train.jsonl"), out=str(out), base_model=str(base), head="classify",
                       classes=2, supervise="all", neutral="positive", marker="", problem_suffix="", separator="\n",
                       max_steps=steps, batch_size=BATCH, lr=LR, warmup_steps=0, scheduler="linear",
                       weight_decay=0.0, max_grad_norm=1.0, max_length=MAX_LENGTH, seed=seed,
-                      group_by_length=batches == "grouped", mixed_precision="no", eval_fraction=0, save_every=0,
-                      resume=False, progress=False, tensorboard=False, log_every=steps)
+                      mixed_precision="no", eval_fraction=0, save_every=0, resume=False, progress=False,
+                      tensorboard=False, log_every=steps, **variant.get("settings", {}))
     seen: dict = {}
     build, inner = train_loop.build_model, train_loop._loop
 
     def build_and_record(*a, **kw):
-        model, tok, head, fmt = build(*a, **kw)
-        seen["initial_checksum"] = checksum(model.backbone)
-        return model, tok, head, fmt
+        built = build(*a, **kw)
+        seen["initial_checksum"] = checksum(built[0].backbone)
+        seen["packed"] = built[4]
+        return built
 
     def timed_loop(*a, **kw):
         loop_start = time.perf_counter()
@@ -225,7 +226,7 @@ def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, batches: str)
         return result
 
     train_loop.build_model, train_loop._loop = build_and_record, timed_loop
-    if batches == "trl":
+    if variant.get("batches") == "trl":
         order = json.loads((folder / f"trl-batches-{seed}.json").read_text())
         per_epoch = 2000 // BATCH
         train_loop.plan_epoch = lambda lengths, size, seed, epoch, by_length: order[epoch * per_epoch:][:per_epoch]
@@ -233,7 +234,7 @@ def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, batches: str)
     train_loop.train(cfg)
     seconds = time.perf_counter() - start
     return {"seconds": seconds, "loop_seconds": seen["loop_seconds"], "initial_checksum": seen["initial_checksum"],
-            "out": str(out)}
+            "packed": seen["packed"], "out": str(out)}
 
 
 # --- evaluation, one code path for both models ---------------------------------------------------------
@@ -284,19 +285,25 @@ def run_worker(python: str, *args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-VARIANTS = {"prmkit": "grouped", "prmkit-unsorted": "unsorted", "prmkit-trl-batches": "trl"}
-"""prmkit's runs: its default length-grouped batches, plain shuffled batches, and TRL's own batches
-(recorded in TRL's run of the same seed: then only the trainers' code differs)."""
+VARIANTS = {
+    "prmkit": {},
+    "prmkit-trl-batches": {"batches": "trl"},
+    "prmkit-padded": {"settings": {"packing": "off", "group_by_length": False}},
+    "prmkit-grouped": {"settings": {"packing": "off", "group_by_length": True}},
+}
+"""prmkit's runs: its defaults (packed batches, shuffled); TRL's own batches (recorded in TRL's run of the
+same seed: then only the trainers' code differs); and, with ``--more``, padded batches, shuffled or
+length-grouped (the default before packing), to show where the time goes."""
 
 
-def run_seed(folder: Path, trl_python: Path, seed: int, steps: int, unsorted: bool) -> dict:
+def run_seed(folder: Path, trl_python: Path, seed: int, steps: int, more: bool) -> dict:
     """Train TRL and prmkit's variants from one base; return per-run figures."""
     from transformers import AutoTokenizer
 
     base = make_base(folder, seed)
     # alternate who runs first, so drift in the shared machine's load does not favour one side
     names = ["trl", "prmkit"] if seed % 2 == 0 else ["prmkit", "trl"]
-    names += ["prmkit-trl-batches"] + (["prmkit-unsorted"] if unsorted else [])
+    names += ["prmkit-trl-batches"] + (["prmkit-padded", "prmkit-grouped"] if more else [])
     runs = {}
     for name in names:
         if name == "trl":
@@ -357,7 +364,8 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="0,1,2,3,4", help="comma list of seeds (model init, new layer, batch order)")
     parser.add_argument("--steps", type=int, default=STEPS, help="optimiser steps of each training run")
-    parser.add_argument("--unsorted", action="store_true", help="also train prmkit without length-grouped batches")
+    parser.add_argument("--more", action="store_true",
+                        help="also train prmkit on padded batches, shuffled and length-grouped")
     parser.add_argument("--json", help="write every run's figures to this file")
     args = parser.parse_args()
     import torch
@@ -372,7 +380,7 @@ def main() -> int:
         folder = Path(tmp)
         make_data(folder)
         for seed in (int(s) for s in args.seeds.split(",")):
-            results[seed] = run_seed(folder, trl_python, seed, args.steps, args.unsorted)
+            results[seed] = run_seed(folder, trl_python, seed, args.steps, args.more)
             print(f"seed {seed}: " + ", ".join(f"{n} {r['examples_per_s']:.1f} ex/s AUROC {r['step_auroc']:.3f}"
                                                for n, r in results[seed].items()), flush=True)
     print(f"TRL {TRL_VERSION} PRMTrainer vs prmkit: tiny-llama token classification, {args.steps} steps of batch {BATCH}, "
@@ -389,7 +397,7 @@ if __name__ == "__main__":
         if kind == "trl":
             result = trl_worker(folder, base, seed, steps)
         else:
-            result = prmkit_worker(folder, base, seed, steps, VARIANTS[kind])
+            result = prmkit_worker(folder, base, seed, steps, {"name": kind, **VARIANTS[kind]})
         print(json.dumps(result))
     else:
         sys.exit(main())

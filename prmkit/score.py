@@ -28,7 +28,7 @@ import numpy as np
 
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
 from prmkit.io import atomic_output, dumps, read_solutions
-from prmkit.model.formatter import TruncationReport, encode
+from prmkit.model.formatter import TruncationReport, encode, encode_many
 from prmkit.model.labels import step_scores
 
 
@@ -89,7 +89,9 @@ class Scorer:
     def probabilities(self, problems: list[str], step_lists: list[list[str]], batch_size: int = 32,
                       sort_by_length: bool = True) -> list[np.ndarray]:
         """Per solution, the class probabilities of each kept step, in one forward pass per solution."""
-        encs = [self.encode(p, s) for p, s in zip(problems, step_lists)]
+        encs = encode_many(self.tokenizer, list(zip(problems, step_lists)), self.fmt)
+        for enc in encs:
+            self.truncation.add(enc)
         order = sorted(range(len(encs)), key=lambda i: len(encs[i])) if sort_by_length else list(range(len(encs)))
         out: list[np.ndarray] = [None] * len(encs)  # type: ignore[list-item]
         for s in range(0, len(order), batch_size):

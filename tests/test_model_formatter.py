@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from prmkit.model.formatter import FormatConfig, TruncationReport, encode, prepare_tokenizer
+from prmkit.model.formatter import FormatConfig, TruncationReport, encode, encode_many, prepare_tokenizer
 from prmkit.model.labels import first_error, p_correct, step_targets
 from prmkit.model.tiny import toy_tokenizer
 from prmkit.model.toydata import make_solutions
@@ -78,6 +78,21 @@ def test_properties(problem, steps, max_length, marker, sep):
     full = encode(TOK, problem, steps, FormatConfig(separator=sep, marker=marker, max_length=10_000))
     assert enc.input_ids == full.input_ids[: len(enc)]  # truncation only cuts, never re-tokenises
     assert enc.step_ends == full.step_ends[: len(enc.step_ends)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(sols=st.lists(st.tuples(step_text, st.lists(step_text, min_size=0, max_size=5)), min_size=1, max_size=5),
+       max_length=st.integers(4, 60), marker=st.sampled_from(["<step>", None]))
+def test_encode_many_equals_one_at_a_time_and_piece_by_piece(sols, max_length, marker):
+    cfg = FormatConfig(marker=marker, max_length=max_length)
+    many = encode_many(TOK, sols, cfg)
+    assert many == [encode(TOK, p, steps, cfg) for p, steps in sols]
+    tail = TOK.encode("\n", add_special_tokens=False) + ([TOK.convert_tokens_to_ids(marker)] if marker else [])
+    for (problem, steps), enc in zip(sols, many):  # the layout rebuilt from one tokenizer call per piece
+        ids = TOK.encode(problem + "\n")
+        for text in steps[: len(enc.step_ends)]:
+            ids += TOK.encode(text, add_special_tokens=False) + tail
+        assert enc.input_ids == (ids if enc.step_ends else ids[:max_length])
 
 
 ratings = st.lists(st.sampled_from([-1, 0, 1, None]), min_size=0, max_size=12)

@@ -20,6 +20,9 @@ probabilities in the output order of :mod:`prmkit.model.labels`.
 
 from __future__ import annotations
 
+import functools
+import inspect
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -31,7 +34,9 @@ class RewardModel(nn.Module):
     """A backbone plus a head spec: ``forward(input_ids, attention_mask, positions) -> logits [B, S, C]``.
 
     ``positions`` is ``[B, S]`` with the step-end positions of each row, padded with -1 (padded entries
-    give logits that the loss and the scorer ignore).
+    give logits that the loss and the scorer ignore). A packed batch (:mod:`prmkit.model.packing`) passes
+    ``input_ids`` ``[1, N]`` with ``position_ids`` and ``cu_seq_lens``; ``positions`` still count from each
+    solution's own start, so the output is the same ``[B, S, C]`` either way.
     """
 
     def __init__(self, backbone: nn.Module, head: HeadSpec):
@@ -43,14 +48,39 @@ class RewardModel(nn.Module):
                 raise ValueError("lm head: label_token_ids not set (see prmkit.model.hub.attach_tokens)")
             self.register_buffer("label_ids", torch.tensor(head.label_token_ids, dtype=torch.long), persistent=False)
 
-    def forward(self, input_ids, attention_mask, positions):
-        logits = self.backbone(input_ids=input_ids, attention_mask=attention_mask).logits
+    def forward(self, input_ids, attention_mask=None, positions=None, position_ids=None, cu_seq_lens=None):
         index = positions.clamp(min=0)
-        rows = torch.arange(logits.shape[0], device=logits.device)[:, None]
+        if cu_seq_lens is None:
+            logits = self.backbone(input_ids=input_ids, attention_mask=attention_mask).logits
+            rows = torch.arange(logits.shape[0], device=logits.device)[:, None]
+        else:
+            from prmkit.model.packing import backbone_kwargs
+
+            index = index + cu_seq_lens[:-1, None]
+            kwargs = backbone_kwargs(position_ids, cu_seq_lens)
+            if self.head.kind == "lm" and _keeps_logits(self.backbone):
+                # the LM head only at the step ends: [1, B*S, V] instead of [1, N, V], often most of the
+                # memory and a good share of the compute of a step with a large vocabulary
+                logits = self.backbone(input_ids=input_ids, logits_to_keep=index.flatten(), **kwargs).logits
+                index = torch.arange(index.numel(), device=index.device).view_as(index)
+            else:
+                logits = self.backbone(input_ids=input_ids, **kwargs).logits
+            rows = torch.zeros_like(index)
         picked = logits[rows, index]  # [B, S, V] or [B, S, C]
         if self.head.kind == "lm":
             picked = picked.index_select(-1, self.label_ids)
         return picked.float()
+
+
+def _keeps_logits(backbone: nn.Module) -> bool:
+    """Whether a causal LM's forward can compute logits at chosen positions only (``logits_to_keep``)."""
+    model = backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone
+    return _forward_takes(type(model), "logits_to_keep")
+
+
+@functools.lru_cache(maxsize=None)
+def _forward_takes(cls: type, name: str) -> bool:
+    return name in inspect.signature(cls.forward).parameters
 
 
 def soft_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -82,7 +82,11 @@ class TrainConfig:
     warmup_steps: int = _f(10, "linear warm-up steps")
     scheduler: str = _f("linear", "learning-rate schedule after warm-up", choices=("linear", "cosine", "constant"))
     max_grad_norm: float = _f(1.0, "gradient clipping norm (0: off)")
-    group_by_length: bool = _f(True, "batch examples of similar length together (less padding)")
+    packing: str = _f("auto", "lay each micro-batch's solutions end to end with no padding (same results, "
+                      "less compute); auto: when the model allows it (causal decoders on transformers' "
+                      "attention interface)", choices=("auto", "on", "off"))
+    group_by_length: bool | None = _f(None, "batch examples of similar length together, which cuts padding "
+                                      "but makes batches less random; default: only when batches are padded")
     seed: int = _f(0, "seed of the model init, data split and batch order")
     mixed_precision: str = _f("auto", "auto: bf16 on CUDA, none on CPU; or no, bf16, fp16",
                               choices=("auto", "no", "bf16", "fp16"))

@@ -19,7 +19,7 @@ import random
 from collections import Counter
 from dataclasses import dataclass, field
 
-from prmkit.model.formatter import FormatConfig, TruncationReport, encode
+from prmkit.model.formatter import FormatConfig, TruncationReport, encode_many
 from prmkit.model.labels import outcome_target, soft_target, step_targets
 
 
@@ -80,12 +80,15 @@ def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm"
 
     For an ORM whose last step is truncated away, the target is lost (counted in ``no_targets``).
     """
+    solutions = list(solutions)
     report = DataReport()
     out = []
-    for i, sol in enumerate(solutions):
+    targets = [solution_targets(sol, kind, n_outputs, neutral, supervise, label_source, outcome_source)
+               for sol in solutions]
+    encoded = encode_many(tokenizer, [(sol.problem.problem, sol.texts) for sol in solutions], fmt,
+                          [t or [None] * len(sol.texts) for sol, t in zip(solutions, targets)])
+    for i, enc in enumerate(encoded):
         report.solutions += 1
-        targets = solution_targets(sol, kind, n_outputs, neutral, supervise, label_source, outcome_source)
-        enc = encode(tokenizer, sol.problem.problem, sol.texts, fmt, targets or [None] * len(sol.texts))
         report.truncation.add(enc)
         ex = Example(enc.input_ids, enc.step_ends, enc.targets, i)
         if ex.n_supervised == 0:
@@ -148,24 +151,37 @@ def micro_batches(group: list[int], lengths: list[int], n_micro: int) -> list[li
     return [ordered[m * size:(m + 1) * size] for m in range(n_micro)]
 
 
-def collate(examples: list[Example], pad_id: int, n_outputs: int):
-    """Tensors of a micro-batch: input_ids, attention_mask, positions (-1 padded), targets, mask."""
+MODEL_INPUTS = ("input_ids", "attention_mask", "positions", "position_ids", "cu_seq_lens")
+"""The keys of a collated batch that :class:`prmkit.model.heads.RewardModel` takes (the rest are targets)."""
+
+
+def collate(examples: list[Example], pad_id: int, n_outputs: int, packed: bool = False):
+    """Tensors of a micro-batch: positions (-1 padded), targets, mask, and the tokens either padded
+    (input_ids and attention_mask ``[B, T]``) or ``packed`` (input_ids, position_ids ``[1, N]`` and
+    cu_seq_lens: :mod:`prmkit.model.packing`)."""
     import torch
 
     b = len(examples)
-    t = max(len(e.input_ids) for e in examples)
     s = max(len(e.positions) for e in examples)
-    ids = torch.full((b, t), pad_id, dtype=torch.long)
-    attn = torch.zeros((b, t), dtype=torch.long)
-    pos = torch.full((b, s), -1, dtype=torch.long)
-    tgt = torch.zeros((b, s, n_outputs), dtype=torch.float32)
-    mask = torch.zeros((b, s), dtype=torch.bool)
-    for i, e in enumerate(examples):
-        ids[i, : len(e.input_ids)] = torch.tensor(e.input_ids)
-        attn[i, : len(e.input_ids)] = 1
-        pos[i, : len(e.positions)] = torch.tensor(e.positions)
-        for j, target in enumerate(e.targets):
-            if target is not None:
-                tgt[i, j] = torch.tensor(target)
-                mask[i, j] = True
-    return {"input_ids": ids, "attention_mask": attn, "positions": pos, "targets": tgt, "mask": mask}
+    # plain lists first, one tensor each: per-element tensor writes cost more than the model's small ops
+    empty = [0.0] * n_outputs
+    pos = [list(e.positions) + [-1] * (s - len(e.positions)) for e in examples]
+    tgt = [[list(t) if t is not None else empty for t in e.targets] + [empty] * (s - len(e.targets)) for e in examples]
+    mask = [[t is not None for t in e.targets] + [False] * (s - len(e.targets)) for e in examples]
+    out = {"positions": torch.tensor(pos, dtype=torch.long).view(b, s),
+           "targets": torch.tensor(tgt, dtype=torch.float32).view(b, s, n_outputs),
+           "mask": torch.tensor(mask, dtype=torch.bool).view(b, s)}
+    if packed:
+        from prmkit.model.packing import pack
+
+        return {**pack([e.input_ids for e in examples]), **out}
+    t = max(len(e.input_ids) for e in examples)
+    ids = [list(e.input_ids) + [pad_id] * (t - len(e.input_ids)) for e in examples]
+    attn = [[1] * len(e.input_ids) + [0] * (t - len(e.input_ids)) for e in examples]
+    return {"input_ids": torch.tensor(ids, dtype=torch.long), "attention_mask": torch.tensor(attn, dtype=torch.long),
+            **out}
+
+
+def model_inputs(batch: dict, device=None) -> dict:
+    """The model's keyword arguments from a collated batch, moved to ``device``."""
+    return {k: batch[k].to(device) if device is not None else batch[k] for k in MODEL_INPUTS if k in batch}

@@ -22,12 +22,13 @@ import numpy as np
 import torch
 
 from prmkit.io import read_solutions
+from prmkit.model import packing
 from prmkit.model.formatter import FormatConfig
 from prmkit.model.heads import HeadSpec, RewardModel, probabilities, soft_cross_entropy
 from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
 from prmkit.model.labels import p_correct
 from prmkit.train.config import TrainConfig
-from prmkit.train.data import build_examples, collate, micro_batches, plan_epoch, split_by_problem
+from prmkit.train.data import build_examples, collate, micro_batches, model_inputs, plan_epoch, split_by_problem
 from prmkit.train.metrics import MetricsLogger, NullLogger, step_metrics
 
 
@@ -43,6 +44,7 @@ class Run:
     fmt: FormatConfig
     train: list
     eval: list
+    packed: bool = False
     optimizer: object = None
     scheduler: object = None
 
@@ -68,14 +70,28 @@ def _texts(solutions) -> list[str]:
 
 
 def build_model(cfg: TrainConfig, texts: list[str]):
-    """(RewardModel, tokenizer, head, format) for the config, tokens attached, LoRA applied when asked."""
+    """(RewardModel, tokenizer, head, format, packed) for the config: tokens attached, packed attention
+    switched on when batches are to be packed, LoRA applied when asked."""
     fmt = format_config(cfg)
     head = HeadSpec(cfg.head, cfg.classes, list(cfg.label_tokens))
     backbone, tokenizer = load_base(cfg.base_model, head, texts, cfg.vocab_size, cfg.seed)
     head = attach_tokens(backbone, tokenizer, head, fmt)
+    packed = use_packing(cfg.packing, backbone)
     if cfg.lora:
         backbone = _apply_lora(backbone, cfg)
-    return RewardModel(backbone, head), tokenizer, head, fmt
+    return RewardModel(backbone, head), tokenizer, head, fmt, packed
+
+
+def use_packing(setting: str, backbone) -> bool:
+    """Whether to pack batches (``auto``: when the backbone allows it); switches its attention if so."""
+    if setting == "off":
+        return False
+    problem = packing.packing_problem(backbone)
+    if problem and setting == "on":
+        raise ValueError(f"packing: on, but this model cannot read packed batches: {problem}")
+    if not problem:
+        packing.enable(backbone)
+    return problem is None
 
 
 def _apply_lora(backbone, cfg: TrainConfig):
@@ -94,18 +110,19 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
         train_sols, eval_sols = solutions, list(read_solutions(cfg.eval_data))
     else:
         train_sols, eval_sols = split_by_problem(solutions, cfg.eval_fraction, cfg.seed)
-    model, tokenizer, head, fmt = build_model(cfg, _texts(train_sols))
+    model, tokenizer, head, fmt, packed = build_model(cfg, _texts(train_sols))
     kw = {"kind": cfg.kind, "n_outputs": cfg.classes, "neutral": cfg.neutral, "supervise": cfg.supervise,
               "label_source": cfg.label_source, "outcome_source": cfg.outcome_source}
     train, report = build_examples(train_sols, tokenizer, fmt, **kw)
     held, eval_report = build_examples(eval_sols, tokenizer, fmt, **kw)
     accelerator.print(f"train: {report.summary()}")
     accelerator.print(f"eval: {eval_report.summary()}")
+    accelerator.print(f"batches: {'packed (no padding)' if packed else 'padded'}")
     group = cfg.batch_size * cfg.grad_accum * accelerator.num_processes
     if len(train) < group:
         raise ValueError(f"{len(train)} training examples, fewer than one optimiser step's {group} "
                          "(batch_size x grad_accum x processes)")
-    return Run(cfg, accelerator, model, tokenizer, head, fmt, train, held)
+    return Run(cfg, accelerator, model, tokenizer, head, fmt, train, held, packed)
 
 
 def _scheduler(cfg: TrainConfig, optimizer):
@@ -144,12 +161,14 @@ def _loop(run: Run, start: int, logger) -> dict:
     lengths = [len(e.input_ids) for e in run.train]
     group_size = cfg.batch_size * cfg.grad_accum * acc.num_processes
     per_epoch = len(run.train) // group_size
+    # packed batches have no padding to save, so by default they keep fully random batches
+    by_length = cfg.group_by_length if cfg.group_by_length is not None else not run.packed
     bar = tqdm(total=cfg.max_steps, initial=start, disable=not (cfg.progress and acc.is_main_process), desc="train")
     metrics: dict = {}
     step = start
     for step in range(start + 1, cfg.max_steps + 1):
         epoch, k = divmod(step - 1, per_epoch)
-        group = plan_epoch(lengths, group_size, cfg.seed, epoch, cfg.group_by_length)[k]
+        group = plan_epoch(lengths, group_size, cfg.seed, epoch, by_length)[k]
         loss = _optimizer_step(run, group, lengths)
         bar.update(1)
         bar.set_postfix(loss=f"{loss:.4f}")
@@ -180,12 +199,11 @@ def _optimizer_step(run: Run, group: list[int], lengths: list[int]) -> float:
     run.model.train()
     local = torch.zeros((), device=acc.device)
     for m, batch_ids in enumerate(micro):
-        batch = collate([run.train[i] for i in batch_ids], run.tokenizer.pad_token_id, cfg.classes)
-        batch = {k: v.to(acc.device) for k, v in batch.items()}
+        batch = collate([run.train[i] for i in batch_ids], run.tokenizer.pad_token_id, cfg.classes, run.packed)
         sync = m == len(micro) - 1
         with (contextlib.nullcontext() if sync else acc.no_sync(run.model)), acc.autocast():
-            logits = run.model(batch["input_ids"], batch["attention_mask"], batch["positions"])
-            total = soft_cross_entropy(logits, batch["targets"], batch["mask"])
+            logits = run.model(**model_inputs(batch, acc.device))
+            total = soft_cross_entropy(logits, batch["targets"].to(acc.device), batch["mask"].to(acc.device))
             # Summed over targets and divided by the whole group's count; DDP averages over processes,
             # so scale by the world size: every split of the group gives the same gradient.
             acc.backward(total * world / norm)
@@ -211,11 +229,10 @@ def evaluate(run: Run) -> dict:
     run.model.eval()
     for b in range(math.ceil(len(examples) / (bs * world))):
         chunk = examples[(b * world + rank) * bs:(b * world + rank + 1) * bs]
-        batch = collate(chunk or examples[:1], run.tokenizer.pad_token_id, cfg.classes)
-        batch = {k: v.to(acc.device) for k, v in batch.items()}
+        batch = collate(chunk or examples[:1], run.tokenizer.pad_token_id, cfg.classes, run.packed)
         with torch.no_grad(), acc.autocast():
-            logits = run.model(batch["input_ids"], batch["attention_mask"], batch["positions"])
-        batch_loss = soft_cross_entropy(logits, batch["targets"], batch["mask"]).item()
+            logits = run.model(**model_inputs(batch, acc.device))
+        batch_loss = soft_cross_entropy(logits, batch["targets"].to(acc.device), batch["mask"].to(acc.device)).item()
         probs = probabilities(logits).cpu().numpy()
         for i, ex in enumerate(chunk):
             for j, target in enumerate(ex.targets):

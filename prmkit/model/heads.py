@@ -78,7 +78,7 @@ def _keeps_logits(backbone: nn.Module) -> bool:
     return _forward_takes(type(model), "logits_to_keep")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _forward_takes(cls: type, name: str) -> bool:
     return name in inspect.signature(cls.forward).parameters
 

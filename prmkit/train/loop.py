@@ -28,7 +28,14 @@ from prmkit.model.heads import HeadSpec, RewardModel, probabilities, soft_cross_
 from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
 from prmkit.model.labels import p_correct
 from prmkit.train.config import TrainConfig
-from prmkit.train.data import build_examples, collate, micro_batches, model_inputs, plan_epoch, split_by_problem
+from prmkit.train.data import (
+    build_examples,
+    collate,
+    micro_batches,
+    model_inputs,
+    plan_epoch,
+    split_by_problem,
+)
 from prmkit.train.metrics import MetricsLogger, NullLogger, step_metrics
 
 

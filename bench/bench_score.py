@@ -5,7 +5,8 @@ Model: the tiny-llama preset (untrained weights cost the same as trained ones), 
 - vs per-prefix: 300 solutions of exactly 10 steps. Per-prefix scoring (RLHFlow style) runs one forward
   pass per step prefix; it is measured both one prefix at a time (as those scripts do) and with the
   prefixes batched, the fairer baseline.
-- vs unsorted: 1,000 solutions of 1-20 steps, batch 32, sorted by length vs input order.
+- vs unsorted padded batches: 1,000 solutions of 1-20 steps, batch 32: prmkit's default (sorted by length,
+  packed with no padding) against input order padded to the longest, and against sorted padded batches.
 
     .venv/bin/python bench/bench_score.py
 """
@@ -61,13 +62,16 @@ def main() -> None:
         prefix_seq = timed(lambda: [scorer.per_prefix_probabilities(s.problem.problem, s.texts) for s in ten[:60]]) * 5
         prefix_batched = timed(lambda: per_prefix_batched(scorer, ten, 32))
         margs = ([s.problem.problem for s in mixed], [s.texts for s in mixed])
-        sorted_t = timed(lambda: scorer.probabilities(*margs, batch_size=32, sort_by_length=True))
+        default_t = timed(lambda: scorer.probabilities(*margs, batch_size=32))
+        scorer.packed = False
         unsorted_t = timed(lambda: scorer.probabilities(*margs, batch_size=32, sort_by_length=False))
+        sorted_t = timed(lambda: scorer.probabilities(*margs, batch_size=32, sort_by_length=True))
     print(f"10-step solutions, 300: one pass {len(ten) / one_pass:.0f} sol/s; per-prefix one at a time "
           f"{len(ten) / prefix_seq:.0f} sol/s (ratio {prefix_seq / one_pass:.1f}x); per-prefix batched "
           f"{len(ten) / prefix_batched:.0f} sol/s (ratio {prefix_batched / one_pass:.1f}x)")
-    print(f"1-20-step solutions, 1000, batch 32: sorted {len(mixed) / sorted_t:.0f} sol/s, unsorted "
-          f"{len(mixed) / unsorted_t:.0f} sol/s (ratio {unsorted_t / sorted_t:.2f}x)")
+    print(f"1-20-step solutions, 1000, batch 32: sorted and packed (default) {len(mixed) / default_t:.0f} sol/s; "
+          f"unsorted padded {len(mixed) / unsorted_t:.0f} sol/s (ratio {unsorted_t / default_t:.2f}x); "
+          f"sorted padded {len(mixed) / sorted_t:.0f} sol/s (ratio {sorted_t / default_t:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -195,8 +195,11 @@ def trl_worker(folder: Path, base: Path, seed: int, steps: int) -> dict:
 
 def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, variant: dict) -> dict:
     """``variant``: settings over prmkit's defaults; ``batches: trl`` trains on TRL's recorded batches."""
-    import accelerate  # noqa: F401  (imported before timing, as TRL's worker imports it through trl)
+    # imported before timing, as TRL's worker imports them (and the rest of transformers' Trainer) through trl
+    import accelerate  # noqa: F401
     import torch
+    import tqdm.auto  # noqa: F401
+    import transformers.optimization  # noqa: F401
 
     from prmkit.train import loop as train_loop
     from prmkit.train.config import TrainConfig

@@ -1,4 +1,5 @@
-"""Scoring solutions with a trained PRM or ORM: one forward pass per solution, batches grouped by length.
+"""Scoring solutions with a trained PRM or ORM: one forward pass per solution, batches grouped by length
+and, where the model allows, packed with no padding (:mod:`prmkit.model.packing`).
 
 :class:`Scorer` is the interface: ``Scorer(model_dir).probabilities(problems, step_lists)`` returns, per
 solution, an array ``[kept_steps, outputs]`` of class probabilities (output order of
@@ -45,6 +46,9 @@ class ScoreConfig:
     neutral: str = field(default="", metadata={
         "help": "3-class models: count neutral as positive or negative in p_correct; default: the model's setting"})
     sort_by_length: bool = field(default=True, metadata={"help": "group batches by length (less padding)"})
+    packing: str = field(default="auto", metadata={
+        "help": "lay each batch's solutions end to end with no padding (same scores, less compute and memory); "
+                "auto: when the model allows it", "choices": ("auto", "on", "off")})
     resume: bool = field(default=True, metadata={"help": "skip records already in the output or its partial file"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
     cpu_threads: int = field(default=1, metadata={"help": "torch threads per process on CPU (0: torch's choice)"})
@@ -62,10 +66,12 @@ class ScoreConfig:
 class Scorer:
     """A loaded reward model. ``probabilities(problems, step_lists) -> [array [kept_steps, outputs]]``."""
 
-    def __init__(self, model_dir: str | os.PathLike, device=None, neutral: str = "", dtype=None):
+    def __init__(self, model_dir: str | os.PathLike, device=None, neutral: str = "", dtype=None,
+                 packing: str = "auto"):
         import torch
 
         from prmkit.model.hub import load_model
+        from prmkit.model.packing import choose
 
         if device is None:
             device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -80,11 +86,7 @@ class Scorer:
                              "fixed in training); --neutral applies to 3-class models only")
         self.neutral = neutral or self.card.score_neutral
         self.truncation = TruncationReport()
-
-    def encode(self, problem: str, steps: list[str]):
-        enc = encode(self.tokenizer, problem, steps, self.fmt)
-        self.truncation.add(enc)
-        return enc
+        self.packed = choose(packing, self.model.backbone)
 
     def probabilities(self, problems: list[str], step_lists: list[list[str]], batch_size: int = 32,
                       sort_by_length: bool = True) -> list[np.ndarray]:
@@ -104,14 +106,13 @@ class Scorer:
         import torch
 
         from prmkit.model.heads import probabilities
-        from prmkit.train.data import Example, collate
+        from prmkit.train.data import Example, collate, model_inputs
 
         examples = [Example(e.input_ids, e.step_ends or [0], [None] * max(1, len(e.step_ends))) for e in encs]
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
-        batch = collate(examples, pad, self.head.n_outputs)
+        batch = collate(examples, pad, self.head.n_outputs, self.packed)
         with torch.no_grad():
-            logits = self.model(batch["input_ids"].to(self.device), batch["attention_mask"].to(self.device),
-                                batch["positions"].to(self.device))
+            logits = self.model(**model_inputs(batch, self.device))
         probs = probabilities(logits).float().cpu().numpy()
         return [probs[i, : len(e.step_ends)] for i, e in enumerate(encs)]
 
@@ -179,7 +180,7 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
     state = PartialState(cpu=not torch.cuda.is_available())
     if cfg.cpu_threads and state.device.type == "cpu":
         torch.set_num_threads(cfg.cpu_threads)
-    scorer = scorer or Scorer(model_dir, device=state.device, neutral=cfg.neutral)
+    scorer = scorer or Scorer(model_dir, device=state.device, neutral=cfg.neutral, packing=cfg.packing)
     out = Path(out)
     world, rank = state.num_processes, state.process_index
     shard = out.with_name(f".{out.name}.part{rank}of{world}")

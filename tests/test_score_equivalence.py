@@ -45,6 +45,14 @@ def test_batched_equals_one_at_a_time(model_dir, sols):
         np.testing.assert_allclose(c, b, atol=1e-5)
 
 
+def test_packed_equals_padded(model_dir, sols):
+    packed, padded = Scorer(model_dir, device="cpu"), Scorer(model_dir, device="cpu", packing="off")
+    assert packed.packed and not padded.packed  # tiny-llama can be packed, so auto packs
+    problems, steps = [s.problem.problem for s in sols], [s.texts for s in sols]
+    for a, b in zip(packed.probabilities(problems, steps, batch_size=8), padded.probabilities(problems, steps, batch_size=8)):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+
+
 def test_one_pass_equals_per_prefix(model_dir, sols):
     scorer = Scorer(model_dir, device="cpu")
     for sol in sols[:8]:

@@ -13,7 +13,7 @@ from prmkit.model.tiny import build_preset
 from prmkit.model.toydata import make_solutions
 from prmkit.train.config import TrainConfig
 from prmkit.train.data import Example, collate, model_inputs
-from prmkit.train.loop import train, use_packing
+from prmkit.train.loop import train
 
 torch.set_num_threads(1)
 
@@ -79,9 +79,9 @@ def test_models_that_cannot_pack_say_why():
     bert = BertForTokenClassification(BertConfig(vocab_size=64, hidden_size=16, num_hidden_layers=1,
                                                  num_attention_heads=2, intermediate_size=32))
     assert "not causal" in packing.packing_problem(bert)
-    assert use_packing("auto", bert) is False
+    assert packing.choose("auto", bert) is False
     with pytest.raises(ValueError, match="cannot read packed batches: .*not causal"):
-        use_packing("on", bert)
+        packing.choose("on", bert)
     qwen, _ = build_preset("tiny-qwen2", ["a"], "AutoModelForCausalLM", vocab_size=260)
     qwen.config.use_sliding_window, qwen.config.sliding_window = True, 16
     assert "sliding-window" in packing.packing_problem(qwen)

@@ -158,8 +158,17 @@ def _prefix_texts(tokenizer, problems: list[str], cfg: FormatConfig) -> list[str
 
 
 def _tokenize(tokenizer, texts: list[str], special: bool) -> list[list[int]]:
-    """Each text on its own, in one batched call (the same ids as one ``encode`` per text)."""
-    return tokenizer(texts, add_special_tokens=special)["input_ids"] if texts else []
+    """Each text on its own, in one batched call (the same ids as one ``encode`` per text).
+
+    A fast tokenizer's Rust backend is asked for the ids alone: transformers' own batch call also builds
+    offsets and a Python dict per text, which costs as much as the tokenisation itself.
+    """
+    if not texts:
+        return []
+    backend = tokenizer.backend_tokenizer if getattr(tokenizer, "is_fast", False) else None
+    if backend is not None and hasattr(backend, "encode_batch_fast"):
+        return [e.ids for e in backend.encode_batch_fast(texts, add_special_tokens=special)]
+    return tokenizer(texts, add_special_tokens=special)["input_ids"]
 
 
 def encode(tokenizer, problem: str, steps: list[str], cfg: FormatConfig, targets: list | None = None) -> Encoded:

@@ -76,6 +76,24 @@ def enable(backbone) -> None:
     backbone.set_attn_implementation(PACKED_ATTENTION)
 
 
+def choose(setting: str, backbone) -> bool:
+    """Whether to pack batches for ``setting`` (auto, on, off); switches the backbone's attention if so.
+
+    ``auto`` packs when :func:`packing_problem` finds nothing against it; ``on`` raises ValueError saying
+    why when it does.
+    """
+    if setting not in ("auto", "on", "off"):
+        raise ValueError(f"packing must be auto, on or off, not {setting!r}")
+    if setting == "off":
+        return False
+    problem = packing_problem(backbone)
+    if problem and setting == "on":
+        raise ValueError(f"packing: on, but this model cannot read packed batches: {problem}")
+    if not problem:
+        enable(backbone)
+    return problem is None
+
+
 def pack(token_lists: list[list[int]]) -> dict[str, torch.Tensor]:
     """``input_ids`` and ``position_ids`` ``[1, N]`` and ``cu_seq_lens`` ``[B + 1]`` of solutions end to end.
 

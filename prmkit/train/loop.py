@@ -83,22 +83,10 @@ def build_model(cfg: TrainConfig, texts: list[str]):
     head = HeadSpec(cfg.head, cfg.classes, list(cfg.label_tokens))
     backbone, tokenizer = load_base(cfg.base_model, head, texts, cfg.vocab_size, cfg.seed)
     head = attach_tokens(backbone, tokenizer, head, fmt)
-    packed = use_packing(cfg.packing, backbone)
+    packed = packing.choose(cfg.packing, backbone)
     if cfg.lora:
         backbone = _apply_lora(backbone, cfg)
     return RewardModel(backbone, head), tokenizer, head, fmt, packed
-
-
-def use_packing(setting: str, backbone) -> bool:
-    """Whether to pack batches (``auto``: when the backbone allows it); switches its attention if so."""
-    if setting == "off":
-        return False
-    problem = packing.packing_problem(backbone)
-    if problem and setting == "on":
-        raise ValueError(f"packing: on, but this model cannot read packed batches: {problem}")
-    if not problem:
-        packing.enable(backbone)
-    return problem is None
 
 
 def _apply_lora(backbone, cfg: TrainConfig):

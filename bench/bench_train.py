@@ -25,9 +25,10 @@ What is the same on both sides (checked, not assumed, where marked):
   torch thread. TRL's own defaults of bf16 autocast and gradient checkpointing are turned off: prmkit
   does neither on a CPU, and checkpointing trades speed for memory.
 
-What differs: the batches (prmkit's seeded shuffler, length-grouped by default; TRL's RandomSampler),
-and the summation order of floats. The run ``prmkit-trl-batches`` trains prmkit on the very batches TRL
-drew for the seed, so that only the two trainers' code differs. Time is end to end on both sides: from
+What differs: the batches (prmkit's seeded shuffler; TRL's RandomSampler), their layout (prmkit packs a
+batch's solutions end to end with no padding, TRL pads them to the longest), and the summation order of
+floats. The run ``prmkit-trl-batches`` trains prmkit on the very batches TRL drew for the seed, so that
+only the two trainers' code differs; ``--more`` adds prmkit on padded batches, shuffled and length-grouped. Time is end to end on both sides: from
 the data file and model folder on disk to the trained model saved (tokenisation, training, saving;
 imports and a first load of the model code excluded on both sides); the training loop alone is printed
 too. Held out: the first 1,000 solutions of the lab's eval split of seed 1, both models read by the same

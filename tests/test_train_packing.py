@@ -106,3 +106,16 @@ def test_packed_training_equals_padded_training(data, tmp_path, extra):
     assert max((a[k] - b[k]).abs().max().item() for k in a) < 1e-5
     assert abs(metrics["on"]["step_auroc"] - metrics["off"]["step_auroc"]) < 1e-6
     assert "prmkit_packed" not in (tmp_path / "on" / "config.json").read_text()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_packed_equals_padded_on_gpu():
+    backbone, _ = build_preset("tiny-llama", ["a b c 1 2 3"], "AutoModelForTokenClassification", vocab_size=260,
+                               num_labels=2)
+    packing.enable(backbone)
+    model = RewardModel(backbone, HeadSpec("classify", 2)).eval().cuda()
+    examples = _examples()
+    with torch.no_grad():
+        padded, packed = (model(**model_inputs(collate(examples, 0, 2, packed=p), "cuda")) for p in (False, True))
+    mask = collate(examples, 0, 2)["mask"].cuda()
+    assert (packed - padded)[mask].abs().max() < 1e-4

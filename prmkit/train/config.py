@@ -86,7 +86,7 @@ class TrainConfig:
                       "less compute); auto: when the model allows it (causal decoders on transformers' "
                       "attention interface)", choices=("auto", "on", "off"))
     group_by_length: bool | None = _f(None, "batch examples of similar length together, which cuts padding "
-                                      "but makes batches less random; default: only when batches are padded")
+                                      "but makes batches less random; unset: only when batches are padded")
     seed: int = _f(0, "seed of the model init, data split and batch order")
     mixed_precision: str = _f("auto", "auto: bf16 on CUDA, none on CPU; or no, bf16, fp16",
                               choices=("auto", "no", "bf16", "fp16"))
@@ -162,7 +162,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, 
         tp = _base_type(f.type)
         conv = {bool: _parse_bool, list: _parse_list}.get(tp, tp)
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        shown = ",".join(default) if isinstance(default, list) else repr(default)
+        shown = ",".join(default) if isinstance(default, list) else "unset" if default is None else repr(default)
         kw = {"choices": f.metadata["choices"]} if "choices" in f.metadata else {}
         meta = {bool: "true|false", list: "A,B"}.get(tp, f.name.upper())
         parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=conv, default=argparse.SUPPRESS,

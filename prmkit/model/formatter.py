@@ -1,7 +1,7 @@
 """The one formatter: (problem, steps) -> token ids, the position that ends each step, and targets.
 
-Training, scoring and search all call :func:`encode` (or :func:`encode_many`, the same for many), so the text a model is trained on and the text
-it is scored on cannot drift apart. The layout of one solution is::
+Training, scoring and search all call :func:`encode` (or :func:`encode_many`, the same for many), so
+the text a model is trained on and the text it is scored on cannot drift apart. The layout of one solution is::
 
     [prefix: BOS? problem + problem_suffix, or the chat template's user turn]
     step 1 text | separator | marker

@@ -27,7 +27,9 @@ PACKED_ATTENTION = "prmkit_packed"
 def packed_sdpa(module, query, key, value, attention_mask, cu_seq_lens_q=None, **kwargs):
     """transformers' SDPA attention, run on each packed solution alone (causal, no mask).
 
-    Without ``cu_seq_lens_q`` (an ordinary batch, right-padded) it is plain SDPA attention.
+    Without ``cu_seq_lens_q`` it is plain SDPA attention. transformers builds no mask for an attention
+    it does not know, so an ordinary batch must be right-padded, as prmkit's ``collate`` pads: then the
+    causal mask alone keeps every real token from seeing a pad, and only pads (never read) see pads.
     """
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 

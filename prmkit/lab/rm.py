@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.features import N_FEATURES, Features
-from prmkit.model.formatter import encode
+from prmkit.model.formatter import encode_many
 
 HEADS = ("classify", "lm")
 
@@ -200,7 +200,7 @@ def rm_probabilities(model, tok, solutions, features: Features, fmt, batch_size:
 
     from prmkit.train.data import Example, collate
 
-    encs = [encode(tok, s.problem.problem, s.texts, fmt) for s in solutions]
+    encs = encode_many(tok, [(s.problem.problem, s.texts) for s in solutions], fmt)
     order = sorted(range(len(encs)), key=lambda i: len(encs[i]))
     out: list[np.ndarray] = [None] * len(encs)  # type: ignore[list-item]
     with torch.no_grad(), tqdm(total=len(encs), desc=desc, unit="sol", disable=not progress, mininterval=2) as bar:

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prmkit.lab.domain import KINDS, config_hash
-from prmkit.model.formatter import FormatConfig, encode
+from prmkit.model.formatter import FormatConfig, encode_many
 
 SPECIAL = ("<pad>", "<s>", "</s>", "<unk>", "<step>")
 WORDS = ("Start", "at", "What", "is", "the", "final", "value", "set", "to", "check", "Answer",
@@ -193,12 +193,8 @@ def number_features(n: int):
 
 def lm_examples(solutions, tokenizer, fmt: FormatConfig) -> list[tuple[list[int], int]]:
     """(token ids, index of the first solution token) of every solution, through the one formatter."""
-    out = []
-    for s in solutions:
-        enc = encode(tokenizer, s.problem.problem, s.texts, fmt)
-        first = enc.spans[0][0] if enc.spans else len(enc.input_ids)
-        out.append((enc.input_ids, first))
-    return out
+    encoded = encode_many(tokenizer, [(s.problem.problem, s.texts) for s in solutions], fmt)
+    return [(enc.input_ids, enc.spans[0][0] if enc.spans else len(enc.input_ids)) for enc in encoded]
 
 
 def lm_batch(examples, pad_id: int):

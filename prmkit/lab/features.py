@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from prmkit.model.formatter import encode
+from prmkit.model.formatter import encode, encode_many
 
 N_FEATURES = 2
 
@@ -76,7 +76,7 @@ def token_features(model, tokenizer, solutions, fmt, batch_size: int = 64, progr
     import torch
     from tqdm.auto import tqdm
 
-    encs = [encode(tokenizer, s.problem.problem, s.texts, fmt).input_ids for s in solutions]
+    encs = [e.input_ids for e in encode_many(tokenizer, [(s.problem.problem, s.texts) for s in solutions], fmt)]
     lengths = np.array([len(e) for e in encs])
     offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
     values = np.zeros((int(offsets[-1]), N_FEATURES), np.float32)

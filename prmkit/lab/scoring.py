@@ -61,11 +61,11 @@ def write_scored(out: Path, cfg, base_dir, pool_file, features_file, probs_files
     fmt = lab_format(cfg.base.max_length)
     sols = list(read_solutions(pool_file))
     feats = Features.load(features_file)
-    from prmkit.model.formatter import encode
+    from prmkit.model.formatter import encode_many
 
-    for sol in sols:
-        spans = encode(tok, sol.problem.problem, sol.texts, fmt).spans
-        d = likelihood_scores(feats.of(sol.id)[:, 0], spans)
+    encoded = encode_many(tok, [(sol.problem.problem, sol.texts) for sol in sols], fmt)
+    for sol, enc in zip(sols, encoded, strict=True):
+        d = likelihood_scores(feats.of(sol.id)[:, 0], enc.spans)
         sol.scores.update({k: d[k] for k in LABEL_FREE if not math.isnan(d[k])})
         for step, v in zip([s for s in sol.steps if s.taken is not None], d["step_min"]):
             step.scores["base_logp_min"] = v

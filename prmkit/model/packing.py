@@ -54,8 +54,12 @@ def register() -> None:
 
 def packing_problem(backbone) -> str | None:
     """Why ``backbone`` cannot read packed batches, or None when it can."""
+    import transformers
+
     model = backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone
     config = model.config
+    if not hasattr(transformers, "AttentionInterface") or not hasattr(model, "set_attn_implementation"):
+        return f"transformers {transformers.__version__} cannot switch a model's attention (a newer transformers can)"
     if not getattr(model, "_supports_attention_backend", False):
         return f"{type(model).__name__} does not use transformers' attention interface"
     if getattr(config, "is_encoder_decoder", False):

@@ -252,8 +252,8 @@ def convincing_wrong_answer(candidates: list[Solution], k: int, rng: Random | No
     """The paper's active-learning mix: most convincing wrong answers, then the most convincing of the rest.
 
     Of the ``k`` (per problem, or in all), a share ``wrong_share`` are the highest-scored wrong-answer
-    samples (grade in ``wrong_grades``, by default :data:`WRONG_GRADES`) and the others the highest-scored of all samples that remain (which
-    may hold further wrong answers, as in the paper). Per problem, the share holds over all problems
+    samples (grade in ``wrong_grades``, by default :data:`WRONG_GRADES`) and the others the
+    highest-scored of all samples that remain (which may hold further wrong answers, as in the paper). Per problem, the share holds over all problems
     together (:func:`wrong_quotas`): at ``k = 1`` and 0.8, 80% of the problems give their most
     convincing wrong answer and 20% their most convincing sample. When a set has too few
     wrong answers the remainder fills the gap, so a set is ``min(k, pool size)`` long. Every candidate

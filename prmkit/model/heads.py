@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from prmkit.model.packing import backbone_kwargs, unwrapped
 from prmkit.model.spec import AUTO_CLASSES, HEADS, HeadSpec  # noqa: F401  (re-exported)
 
 
@@ -54,8 +55,6 @@ class RewardModel(nn.Module):
             logits = self.backbone(input_ids=input_ids, attention_mask=attention_mask).logits
             rows = torch.arange(logits.shape[0], device=logits.device)[:, None]
         else:
-            from prmkit.model.packing import backbone_kwargs
-
             index = index + cu_seq_lens[:-1, None]
             kwargs = backbone_kwargs(position_ids, cu_seq_lens)
             if self.head.kind == "lm" and _keeps_logits(self.backbone):
@@ -74,8 +73,7 @@ class RewardModel(nn.Module):
 
 def _keeps_logits(backbone: nn.Module) -> bool:
     """Whether a causal LM's forward can compute logits at chosen positions only (``logits_to_keep``)."""
-    model = backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone
-    return _forward_takes(type(model), "logits_to_keep")
+    return _forward_takes(type(unwrapped(backbone)), "logits_to_keep")
 
 
 @functools.cache

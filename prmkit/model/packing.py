@@ -52,11 +52,16 @@ def register() -> None:
     AttentionInterface.register(PACKED_ATTENTION, packed_sdpa)
 
 
+def unwrapped(backbone):
+    """The transformers model under a peft wrapper (or ``backbone`` itself)."""
+    return backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone
+
+
 def packing_problem(backbone) -> str | None:
     """Why ``backbone`` cannot read packed batches, or None when it can."""
     import transformers
 
-    model = backbone.get_base_model() if hasattr(backbone, "get_base_model") else backbone
+    model = unwrapped(backbone)
     config = model.config
     if not hasattr(transformers, "AttentionInterface") or not hasattr(model, "set_attn_implementation"):
         return f"transformers {transformers.__version__} cannot switch a model's attention (a newer transformers can)"

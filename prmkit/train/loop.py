@@ -195,10 +195,11 @@ def _optimizer_step(run: Run, group: list[int], lengths: list[int]) -> float:
     local = torch.zeros((), device=acc.device)
     for m, batch_ids in enumerate(micro):
         batch = collate([run.train[i] for i in batch_ids], run.tokenizer.pad_token_id, cfg.classes, run.packed)
+        batch = {k: v.to(acc.device) for k, v in batch.items()}
         sync = m == len(micro) - 1
         with (contextlib.nullcontext() if sync else acc.no_sync(run.model)), acc.autocast():
-            logits = run.model(**model_inputs(batch, acc.device))
-            total = soft_cross_entropy(logits, batch["targets"].to(acc.device), batch["mask"].to(acc.device))
+            logits = run.model(**model_inputs(batch))
+            total = soft_cross_entropy(logits, batch["targets"], batch["mask"])
             # Summed over targets and divided by the whole group's count; DDP averages over processes,
             # so scale by the world size: every split of the group gives the same gradient.
             acc.backward(total * world / norm)
@@ -225,9 +226,10 @@ def evaluate(run: Run) -> dict:
     for b in range(math.ceil(len(examples) / (bs * world))):
         chunk = examples[(b * world + rank) * bs:(b * world + rank + 1) * bs]
         batch = collate(chunk or examples[:1], run.tokenizer.pad_token_id, cfg.classes, run.packed)
+        batch = {k: v.to(acc.device) for k, v in batch.items()}
         with torch.no_grad(), acc.autocast():
-            logits = run.model(**model_inputs(batch, acc.device))
-        batch_loss = soft_cross_entropy(logits, batch["targets"].to(acc.device), batch["mask"].to(acc.device)).item()
+            logits = run.model(**model_inputs(batch))
+        batch_loss = soft_cross_entropy(logits, batch["targets"], batch["mask"]).item()
         probs = probabilities(logits).cpu().numpy()
         for i, ex in enumerate(chunk):
             for j, target in enumerate(ex.targets):

@@ -20,7 +20,8 @@ seed (sizes from :class:`~prmkit.lab.study.config.ActiveConfig`):
 Every set trains a PRM (``rm_steps`` optimiser steps, raised to ``rm_epochs`` passes over a larger set,
 by the same rule for every arm) that is scored on the held-out pool: exact best-of-``n`` per problem and
 step AUROC against the oracle. The data-efficiency factor is the ratio of the slopes of accuracy against
-``ln(labels)`` (:func:`~prmkit.lab.study.core.slope_ratio`, the paper's method), with a bootstrap CI over seeds and problems. Two views of the active arm's labels:
+``ln(labels)`` (:func:`~prmkit.lab.study.core.slope_ratio`, the paper's method), with a bootstrap CI over
+seeds and problems. Two views of the active arm's labels:
 *strict* counts the selector's ``budgets[0]`` labels per problem too (it cannot select without them),
 *paper* counts only the selected set (the paper's plots). ``count_selector`` picks the headline.
 

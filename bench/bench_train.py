@@ -7,7 +7,12 @@ earlier had it in ``trl/trainer/``), so the benchmark pins ``trl==1.13.0`` in it
 (torch, transformers, accelerate) through a ``.pth`` file, plus TRL and its ``datasets`` dependency from
 PyPI. So, on a fresh clone::
 
-    .venv/bin/python bench/bench_train.py          # seeds 0-4, about 2 minutes a seed on 1 shared core
+    .venv/bin/python bench/bench_train.py                      # the lab's solutions, seeds 0-4
+    .venv/bin/python bench/bench_train.py --data processbench  # real solutions from ../shared/data
+
+Two data sets, because what packing saves depends on how much solution lengths vary (see
+:func:`make_data`): the lab's solutions are 60-250 tokens (90% within 160-220), so random batches of 16 are ~21% padding;
+ProcessBench's real model-written solutions run from under 300 to over 3,000 tokens, ~53% padding.
 
 What is the same on both sides (checked, not assumed, where marked):
 - the model: for each seed, one tiny-llama folder (tokenizer trained on the training texts, weights
@@ -21,18 +26,18 @@ What is the same on both sides (checked, not assumed, where marked):
 - the supervision: every step, rating >= 0 counts as correct (TRL's default; prmkit ``supervise=all``,
   ``neutral=positive``); cross-entropy summed over the batch's labelled steps / their count;
 - the optimisation: AdamW (betas 0.9/0.999, eps 1e-8, no weight decay), lr 3e-3, linear decay without
-  warm-up, gradient clipping at 1.0, batch 16, 300 steps (2.4 epochs of 2,000 solutions), fp32, one
+  warm-up, gradient clipping at 1.0, batch 16, 300 steps (2.4 epochs of the lab's 2,000 solutions), fp32, one
   torch thread. TRL's own defaults of bf16 autocast and gradient checkpointing are turned off: prmkit
   does neither on a CPU, and checkpointing trades speed for memory.
 
 What differs: the batches (prmkit's seeded shuffler; TRL's RandomSampler), their layout (prmkit packs a
 batch's solutions end to end with no padding, TRL pads them to the longest), and the summation order of
 floats. The run ``prmkit-trl-batches`` trains prmkit on the very batches TRL drew for the seed, so that
-only the two trainers' code differs; ``--more`` adds prmkit on padded batches, shuffled and length-grouped. Time is end to end on both sides: from
-the data file and model folder on disk to the trained model saved (tokenisation, training, saving;
-imports and a first load of the model code excluded on both sides); the training loop alone is printed
-too. Held out: the first 1,000 solutions of the lab's eval split of seed 1, both models read by the same
-plain-transformers code at the same positions.
+only the two trainers' code differs; ``--more`` adds prmkit on padded batches, shuffled and
+length-grouped. Time is end to end on both sides: from the data file and model folder on disk to the
+trained model saved (tokenisation, training, saving; imports and a first load of the model code excluded
+on both sides); the training loop alone is printed too. Held out (see :func:`make_data`): both models
+read by the same plain-transformers code at the same positions.
 """
 
 from __future__ import annotations
@@ -51,7 +56,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 TRL_ENV = HERE / ".venv-trl"
 TRL_VERSION = "1.13.0"
-STEPS, BATCH, LR, MAX_LENGTH = 300, 16, 3e-3, 512
+STEPS, BATCH, LR = 300, 16, 3e-3
+SHARED_DATA = Path(os.environ.get("PRMKIT_SHARED_DATA", HERE.parents[1] / "shared" / "data"))
 
 
 # --- the TRL environment ------------------------------------------------------------------------------
@@ -80,13 +86,51 @@ def ensure_trl_env(env: Path = TRL_ENV, version: str = TRL_VERSION) -> Path:
 
 # --- data, base model, formatting ----------------------------------------------------------------------
 
-def make_data(folder: Path) -> None:
-    from prmkit import lab
+def make_data(folder: Path, data: str) -> None:
+    """``train.jsonl`` and ``held.jsonl`` in ``folder``, and ``bench.json``: the settings every worker reads.
+
+    ``lab``: 2,000 lab solutions (seed 0, train split) and 1,000 held out (seed 1, eval split), every step
+    rated by the oracle; up to 512 tokens, none truncated. ``processbench``: real model-written solutions,
+    ProcessBench's MATH part to train on (the first 992, so that batches of 16 tile an epoch as on the lab)
+    and its GSM8K part held out, each cut after its first wrong step, so that every step it keeps is rated
+    (the usual way to train on first-error labels); up to 4,096 tokens, none truncated.
+    """
     from prmkit.io import write_records
 
-    cfg = lab.preset("default")
-    write_records(folder / "train.jsonl", [lab.oracle_label(s) for s in lab.generate_pool(cfg, 0, "train")])
-    write_records(folder / "held.jsonl", [lab.oracle_label(s) for s in lab.generate_pool(cfg, 1, "eval")[:1000]])
+    if data == "lab":
+        from prmkit import lab
+
+        cfg = lab.preset("default")
+        train = [lab.oracle_label(s) for s in lab.generate_pool(cfg, 0, "train")]
+        held = [lab.oracle_label(s) for s in lab.generate_pool(cfg, 1, "eval")[:1000]]
+        max_length = 512
+    else:
+        from prmkit.convert import processbench
+
+        source = SHARED_DATA / "processbench"
+        if not source.is_dir():
+            raise SystemExit(f"--data processbench reads {source}, which is not there (set PRMKIT_SHARED_DATA)")
+        train = [up_to_first_error(s) for s in processbench.read(source / "math.json")][:992]
+        held = [up_to_first_error(s) for s in processbench.read(source / "gsm8k.json")]
+        max_length = 4096
+    write_records(folder / "train.jsonl", train)
+    write_records(folder / "held.jsonl", held)
+    (folder / "bench.json").write_text(json.dumps({"data": data, "max_length": max_length, "train": len(train)}))
+
+
+def up_to_first_error(sol):
+    """``sol`` without the (unrated) steps after its first wrong one."""
+    import dataclasses
+
+    wrong = sol.first_error()
+    kept = sol.steps if wrong is None else sol.steps[: wrong + 1]
+    if any(r is None for r in (step.rating for step in kept)):
+        raise ValueError(f"{sol.id}: a step before the first wrong one has no rating")
+    return dataclasses.replace(sol, steps=list(kept))
+
+
+def settings(folder: Path) -> dict:
+    return json.loads((folder / "bench.json").read_text())
 
 
 def make_base(folder: Path, seed: int) -> Path:
@@ -99,22 +143,25 @@ def make_base(folder: Path, seed: int) -> Path:
     # AutoModelForTokenClassification puts a dropout of 0.1 before its new layer unless the config says
     # otherwise; TRL switches every dropout off (PRMConfig.disable_dropout), prmkit does not, so say it here
     model.config.classifier_dropout = 0.0
+    model.config.max_position_embeddings = max(model.config.max_position_embeddings, settings(folder)["max_length"])
     base = folder / f"base-{seed}"
     model.save_pretrained(base)
     tok.save_pretrained(base)
     return base
 
 
-def encoded(path: Path, tokenizer) -> list[tuple[list[int], list[int], list[int]]]:
+def encoded(path: Path, tokenizer, max_length: int) -> list[tuple[list[int], list[int], list[int]]]:
     """(input_ids, step-end positions, labels 1 = correct) of every solution in ``path``, as prmkit
     formats them for this benchmark (TRL's layout)."""
     from prmkit.io import read_solutions
     from prmkit.model.formatter import FormatConfig, encode
 
-    fmt = FormatConfig(separator="\n", marker=None, problem_suffix="", max_length=MAX_LENGTH)
+    fmt = FormatConfig(separator="\n", marker=None, problem_suffix="", max_length=max_length)
     out = []
     for s in read_solutions(path):
         enc = encode(tokenizer, s.problem.problem, s.texts, fmt)
+        if len(enc.step_ends) != len(s.texts):
+            raise AssertionError(f"{path}: solution {s.id} loses steps to truncation at {max_length} tokens")
         out.append((enc.input_ids, enc.step_ends, [int(r >= 0) for r in s.ratings[: len(enc.step_ends)]]))
     return out
 
@@ -158,6 +205,7 @@ def trl_worker(folder: Path, base: Path, seed: int, steps: int) -> dict:
 
     torch.set_num_threads(1)
     warm_up(base)
+    max_length = settings(folder)["max_length"]
     start = time.perf_counter()
     rows = [trl_row(s) for s in read_solutions(folder / "train.jsonl")]
     tok = AutoTokenizer.from_pretrained(base)
@@ -166,7 +214,7 @@ def trl_worker(folder: Path, base: Path, seed: int, steps: int) -> dict:
     initial = checksum(model)
     args = PRMConfig(output_dir=str(folder / "trl-run"), per_device_train_batch_size=BATCH, max_steps=steps,
                      learning_rate=LR, lr_scheduler_type="linear", warmup_steps=0, weight_decay=0.0,
-                     max_grad_norm=1.0, max_length=MAX_LENGTH, step_separator="\n", bf16=False,
+                     max_grad_norm=1.0, max_length=max_length, step_separator="\n", bf16=False,
                      gradient_checkpointing=False, logging_steps=steps, save_strategy="no", report_to=[],
                      use_cpu=True, seed=seed, dataloader_num_workers=0, disable_tqdm=True)
     trainer = PRMTrainer(model=model, args=args, processing_class=tok, train_dataset=Dataset.from_list(rows))
@@ -184,7 +232,7 @@ def trl_worker(folder: Path, base: Path, seed: int, steps: int) -> dict:
     trainer.save_model(str(folder / f"trl-{seed}"))
     seconds = time.perf_counter() - start
     data = trainer.train_dataset
-    held = [PRMTrainer.tokenize_row(trl_row(s), tok, "\n", MAX_LENGTH, None, False, True)
+    held = [PRMTrainer.tokenize_row(trl_row(s), tok, "\n", max_length, None, False, True)
             for s in read_solutions(folder / "held.jsonl")]
     (folder / f"trl-batches-{seed}.json").write_text(json.dumps(batches))
     (folder / f"trl-tokens-{seed}.json").write_text(json.dumps({
@@ -211,7 +259,7 @@ def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, variant: dict
     cfg = TrainConfig(data=str(folder / "train.jsonl"), out=str(out), base_model=str(base), head="classify",
                       classes=2, supervise="all", neutral="positive", marker="", problem_suffix="", separator="\n",
                       max_steps=steps, batch_size=BATCH, lr=LR, warmup_steps=0, scheduler="linear",
-                      weight_decay=0.0, max_grad_norm=1.0, max_length=MAX_LENGTH, seed=seed,
+                      weight_decay=0.0, max_grad_norm=1.0, max_length=settings(folder)["max_length"], seed=seed,
                       mixed_precision="no", eval_fraction=0, save_every=0, resume=False, progress=False,
                       tensorboard=False, log_every=steps, **variant.get("settings", {}))
     seen: dict = {}
@@ -232,7 +280,7 @@ def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, variant: dict
     train_loop.build_model, train_loop._loop = build_and_record, timed_loop
     if variant.get("batches") == "trl":
         order = json.loads((folder / f"trl-batches-{seed}.json").read_text())
-        per_epoch = 2000 // BATCH
+        per_epoch = settings(folder)["train"] // BATCH
         train_loop.plan_epoch = lambda lengths, size, seed, epoch, by_length: order[epoch * per_epoch:][:per_epoch]
     start = time.perf_counter()
     train_loop.train(cfg)
@@ -315,7 +363,8 @@ def run_seed(folder: Path, trl_python: Path, seed: int, steps: int, more: bool) 
         else:
             runs[name] = run_worker(sys.executable, name, str(folder), str(base), str(seed), str(steps))
     tok = AutoTokenizer.from_pretrained(base)
-    train, held = encoded(folder / "train.jsonl", tok), encoded(folder / "held.jsonl", tok)
+    max_length = settings(folder)["max_length"]
+    train, held = (encoded(folder / f"{part}.jsonl", tok, max_length) for part in ("train", "held"))
     check_same_tokens(json.loads((folder / f"trl-tokens-{seed}.json").read_text()), train, held)
     mean_tokens = sum(len(ids) for ids, _, _ in train) / len(train)  # the same for both: checked just above
     for name, r in runs.items():
@@ -368,6 +417,9 @@ def main() -> int:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seeds", default="0,1,2,3,4", help="comma list of seeds (model init, new layer, batch order)")
     parser.add_argument("--steps", type=int, default=STEPS, help="optimiser steps of each training run")
+    parser.add_argument("--data", choices=("lab", "processbench"), default="lab",
+                        help="lab: the lab's solutions (lengths vary little); processbench: real model-written "
+                             "solutions from ../shared/data (lengths vary as in real PRM data)")
     parser.add_argument("--more", action="store_true",
                         help="also train prmkit on padded batches, shuffled and length-grouped")
     parser.add_argument("--json", help="write every run's figures to this file")
@@ -382,12 +434,13 @@ def main() -> int:
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        make_data(folder)
+        make_data(folder, args.data)
         for seed in (int(s) for s in args.seeds.split(",")):
             results[seed] = run_seed(folder, trl_python, seed, args.steps, args.more)
             print(f"seed {seed}: " + ", ".join(f"{n} {r['examples_per_s']:.1f} ex/s AUROC {r['step_auroc']:.3f}"
                                                for n, r in results[seed].items()), flush=True)
-    print(f"TRL {TRL_VERSION} PRMTrainer vs prmkit: tiny-llama token classification, {args.steps} steps of batch {BATCH}, "
+    print(f"TRL {TRL_VERSION} PRMTrainer vs prmkit on {args.data} data: tiny-llama token classification, "
+          f"{args.steps} steps of batch {BATCH}, "
           "fp32, 1 thread; time from files on disk to the saved model")
     report(results)
     if args.json:

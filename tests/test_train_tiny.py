@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 
 import pytest
 import torch
@@ -95,3 +96,32 @@ def test_cli_recipe_and_flag_precedence(data, tmp_path):
     with pytest.raises(ValueError, match="unknown setting"):
         from prmkit.train.config import resolve
         resolve(TrainConfig, {"max_stpes": 3})
+
+
+def _tensorboard_scalars(folder) -> dict[str, list[tuple[int, float]]]:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(folder / "tensorboard"))
+    events.Reload()
+    return {tag: [(e.step, e.value) for e in events.Scalars(tag)] for tag in events.Tags()["scalars"]}
+
+
+def test_tensorboard_mirrors_metrics_and_resumes_without_duplicates(data, tmp_path):
+    pytest.importorskip("tensorboard", reason="TensorBoard is optional; the dev install has it")
+    train(_cfg(data, tmp_path / "full", max_steps=8, save_every=4, tensorboard=True))
+    lines = [json.loads(x) for x in (tmp_path / "full" / "metrics.jsonl").read_text().splitlines()]
+    scalars = _tensorboard_scalars(tmp_path / "full")
+    logged = [(x["step"], x["loss"]) for x in lines if "loss" in x]
+    assert [s for s, _ in scalars["loss"]] == [s for s, _ in logged] == list(range(1, 9))
+    assert all(math.isclose(a, b, rel_tol=1e-6) for (_, a), (_, b) in zip(scalars["loss"], logged))
+    assert "step_auroc" in scalars
+
+    # killed at step 6 after a checkpoint at 4 (stop_after saves at 6: that checkpoint is removed), so the
+    # resumed run starts from 4 and its events must replace the killed run's 5 and 6
+    train(_cfg(data, tmp_path / "resumed", max_steps=8, save_every=4, stop_after=6, tensorboard=True))
+    shutil.rmtree(latest_checkpoint(tmp_path / "resumed"))
+    assert latest_checkpoint(tmp_path / "resumed").name == "step-0000004"
+    train(_cfg(data, tmp_path / "resumed", max_steps=8, save_every=4, tensorboard=True))
+    resumed = _tensorboard_scalars(tmp_path / "resumed")
+    assert [s for s, _ in resumed["loss"]] == list(range(1, 9))
+    assert all(math.isclose(a, b, rel_tol=1e-6) for (_, a), (_, b) in zip(resumed["loss"], scalars["loss"]))

@@ -59,7 +59,7 @@ class MetricsLogger:
         self._trim(resume_step)
         self.file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (open while logging)
         self.start = time.time()
-        self.tb = _tensorboard_writer(Path(folder) / "tensorboard") if tensorboard else None
+        self.tb = _tensorboard_writer(Path(folder) / "tensorboard", resume_step) if tensorboard else None
 
     def _trim(self, resume_step: int) -> None:
         if not self.path.exists():
@@ -91,11 +91,13 @@ def _complete_json(line: str) -> bool:
     return True
 
 
-def _tensorboard_writer(folder: Path):
+def _tensorboard_writer(folder: Path, resume_step: int = 0):
+    """A SummaryWriter, or None without the tensorboard package. On resume it purges the killed run's
+    events after ``resume_step``, as :meth:`MetricsLogger._trim` drops its lines."""
     try:
         import tensorboard  # noqa: F401  (torch's SummaryWriter needs it)
     except ImportError:
         return None
     from torch.utils.tensorboard import SummaryWriter
 
-    return SummaryWriter(str(folder))
+    return SummaryWriter(str(folder), purge_step=resume_step + 1 if resume_step else None)

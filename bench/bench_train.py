@@ -11,8 +11,9 @@ PyPI. So, on a fresh clone::
     .venv/bin/python bench/bench_train.py --data processbench  # real solutions from ../shared/data
 
 Two data sets, because what packing saves depends on how much solution lengths vary (see
-:func:`make_data`): the lab's solutions are 60-250 tokens (90% within 160-220), so random batches of 16 are ~21% padding;
-ProcessBench's real model-written solutions run from under 300 to over 3,000 tokens, ~53% padding.
+:func:`make_data`): the lab's solutions are 60-250 tokens (90% within 160-220), so random batches of 16
+are ~21% padding; ProcessBench's real model-written solutions run from 300 to 3,200 tokens, ~53% padding.
+``--shuffles`` measures how much the batch order alone moves prmkit's held-out AUROC.
 
 What is the same on both sides (checked, not assumed, where marked):
 - the model: for each seed, one tiny-llama folder (tokenizer trained on the training texts, weights
@@ -26,8 +27,8 @@ What is the same on both sides (checked, not assumed, where marked):
 - the supervision: every step, rating >= 0 counts as correct (TRL's default; prmkit ``supervise=all``,
   ``neutral=positive``); cross-entropy summed over the batch's labelled steps / their count;
 - the optimisation: AdamW (betas 0.9/0.999, eps 1e-8, no weight decay), lr 3e-3, linear decay without
-  warm-up, gradient clipping at 1.0, batch 16, 300 steps (2.4 epochs of the lab's 2,000 solutions), fp32, one
-  torch thread. TRL's own defaults of bf16 autocast and gradient checkpointing are turned off: prmkit
+  warm-up, gradient clipping at 1.0, batch 16, 300 steps (2.4 epochs of the lab's 2,000 solutions), fp32,
+  one torch thread. TRL's own defaults of bf16 autocast and gradient checkpointing are turned off: prmkit
   does neither on a CPU, and checkpointing trades speed for memory.
 
 What differs: the batches (prmkit's seeded shuffler; TRL's RandomSampler), their layout (prmkit packs a
@@ -243,7 +244,8 @@ def trl_worker(folder: Path, base: Path, seed: int, steps: int) -> dict:
 
 
 def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, variant: dict) -> dict:
-    """``variant``: settings over prmkit's defaults; ``batches: trl`` trains on TRL's recorded batches."""
+    """``variant``: settings over prmkit's defaults; ``batches: trl`` trains on TRL's recorded batches;
+    ``shuffle: N`` draws the batches with shuffle seed N instead of the training seed (nothing else moves)."""
     # imported before timing, as TRL's worker imports them (and the rest of transformers' Trainer) through trl
     import accelerate  # noqa: F401
     import torch
@@ -282,6 +284,10 @@ def prmkit_worker(folder: Path, base: Path, seed: int, steps: int, variant: dict
         order = json.loads((folder / f"trl-batches-{seed}.json").read_text())
         per_epoch = settings(folder)["train"] // BATCH
         train_loop.plan_epoch = lambda lengths, size, seed, epoch, by_length: order[epoch * per_epoch:][:per_epoch]
+    if "shuffle" in variant:
+        plan = train_loop.plan_epoch
+        train_loop.plan_epoch = lambda lengths, size, seed, epoch, by_length: plan(
+            lengths, size, variant["shuffle"], epoch, by_length)
     start = time.perf_counter()
     train_loop.train(cfg)
     seconds = time.perf_counter() - start
@@ -379,6 +385,22 @@ def run_seed(folder: Path, trl_python: Path, seed: int, steps: int, more: bool) 
     return runs
 
 
+def batch_order_spread(folder: Path, seeds: list[int], shuffles: list[int], steps: int) -> int:
+    """prmkit's held-out AUROC for each seed's model trained on batches drawn with each shuffle seed."""
+    from transformers import AutoTokenizer
+
+    for seed in seeds:
+        base = make_base(folder, seed)
+        held = encoded(folder / "held.jsonl", AutoTokenizer.from_pretrained(base), settings(folder)["max_length"])
+        scores = []
+        for shuffle in shuffles:
+            run = run_worker(sys.executable, f"shuffle:{shuffle}", str(folder), str(base), str(seed), str(steps))
+            scores.append(held_out_auroc(Path(run["out"]), held))
+            print(f"seed {seed} shuffle {shuffle}: held-out step AUROC {scores[-1]:.3f}", flush=True)
+        print(f"seed {seed}, {len(shuffles)} batch orders: held-out step AUROC {spread(scores)}")
+    return 0
+
+
 def max_weight_diff(a: Path, b: Path) -> float:
     from transformers import AutoModelForTokenClassification
 
@@ -422,6 +444,9 @@ def main() -> int:
                              "solutions from ../shared/data (lengths vary as in real PRM data)")
     parser.add_argument("--more", action="store_true",
                         help="also train prmkit on padded batches, shuffled and length-grouped")
+    parser.add_argument("--shuffles", help="instead of the comparison: for each seed, train prmkit alone with "
+                        "these batch-shuffle seeds (comma list) and print the spread of held-out AUROC that the "
+                        "batch order alone makes")
     parser.add_argument("--json", help="write every run's figures to this file")
     args = parser.parse_args()
     import torch
@@ -430,11 +455,14 @@ def main() -> int:
     torch.set_num_threads(1)
     logging.set_verbosity_error()
     logging.disable_progress_bar()
-    trl_python = ensure_trl_env()
+    trl_python = None if args.shuffles else ensure_trl_env()  # --shuffles trains prmkit alone
     results = {}
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         make_data(folder, args.data)
+        if args.shuffles:
+            return batch_order_spread(folder, [int(s) for s in args.seeds.split(",")],
+                                      [int(s) for s in args.shuffles.split(",")], args.steps)
         for seed in (int(s) for s in args.seeds.split(",")):
             results[seed] = run_seed(folder, trl_python, seed, args.steps, args.more)
             print(f"seed {seed}: " + ", ".join(f"{n} {r['examples_per_s']:.1f} ex/s AUROC {r['step_auroc']:.3f}"
@@ -453,6 +481,9 @@ if __name__ == "__main__":
         kind, folder, base, seed, steps = sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]), *map(int, sys.argv[5:7])
         if kind == "trl":
             result = trl_worker(folder, base, seed, steps)
+        elif kind.startswith("shuffle:"):
+            result = prmkit_worker(folder, base, seed, steps, {"name": kind.replace(":", "-"),
+                                                                "shuffle": int(kind.split(":")[1])})
         else:
             result = prmkit_worker(folder, base, seed, steps, {"name": kind, **VARIANTS[kind]})
         print(json.dumps(result))

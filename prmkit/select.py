@@ -253,11 +253,11 @@ def convincing_wrong_answer(candidates: list[Solution], k: int, rng: Random | No
 
     Of the ``k`` (per problem, or in all), a share ``wrong_share`` are the highest-scored wrong-answer
     samples (grade in ``wrong_grades``, by default :data:`WRONG_GRADES`) and the others the
-    highest-scored of all samples that remain (which may hold further wrong answers, as in the paper). Per problem, the share holds over all problems
-    together (:func:`wrong_quotas`): at ``k = 1`` and 0.8, 80% of the problems give their most
-    convincing wrong answer and 20% their most convincing sample. When a set has too few
-    wrong answers the remainder fills the gap, so a set is ``min(k, pool size)`` long. Every candidate
-    must be graded. The chosen are returned highest score first (per problem, in order of appearance).
+    highest-scored of all samples that remain (which may hold further wrong answers, as in the paper).
+    Per problem, the share holds over all problems together (:func:`wrong_quotas`): at ``k = 1`` and
+    0.8, 80% of the problems give their most convincing wrong answer and 20% their most convincing
+    sample. When a set has too few wrong answers the remainder fills the gap, so a set is
+    ``min(k, pool size)`` long. Every candidate must be graded. The chosen are returned highest score first (per problem, in order of appearance).
 
     >>> from prmkit.schema import Solution
     >>> pool = [Solution.from_steps("q", ["x"], id=f"{g[0]}{p}", grade=g, scores={"prm_min": p})

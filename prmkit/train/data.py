@@ -182,6 +182,11 @@ def collate(examples: list[Example], pad_id: int, n_outputs: int, packed: bool =
             **out}
 
 
+def to_device(batch: dict, device) -> dict:
+    """Every tensor of a collated batch (model inputs and targets) moved to ``device`` at once."""
+    return {k: v.to(device) for k, v in batch.items()}
+
+
 def model_inputs(batch: dict, device=None) -> dict:
     """The model's keyword arguments from a collated batch, moved to ``device``."""
     return {k: batch[k].to(device) if device is not None else batch[k] for k in MODEL_INPUTS if k in batch}

@@ -35,6 +35,7 @@ from prmkit.train.data import (
     model_inputs,
     plan_epoch,
     split_by_problem,
+    to_device,
 )
 from prmkit.train.metrics import MetricsLogger, NullLogger, step_metrics
 
@@ -195,7 +196,7 @@ def _optimizer_step(run: Run, group: list[int], lengths: list[int]) -> float:
     local = torch.zeros((), device=acc.device)
     for m, batch_ids in enumerate(micro):
         batch = collate([run.train[i] for i in batch_ids], run.tokenizer.pad_token_id, cfg.classes, run.packed)
-        batch = {k: v.to(acc.device) for k, v in batch.items()}
+        batch = to_device(batch, acc.device)
         sync = m == len(micro) - 1
         with (contextlib.nullcontext() if sync else acc.no_sync(run.model)), acc.autocast():
             logits = run.model(**model_inputs(batch))
@@ -226,7 +227,7 @@ def evaluate(run: Run) -> dict:
     for b in range(math.ceil(len(examples) / (bs * world))):
         chunk = examples[(b * world + rank) * bs:(b * world + rank + 1) * bs]
         batch = collate(chunk or examples[:1], run.tokenizer.pad_token_id, cfg.classes, run.packed)
-        batch = {k: v.to(acc.device) for k, v in batch.items()}
+        batch = to_device(batch, acc.device)
         with torch.no_grad(), acc.autocast():
             logits = run.model(**model_inputs(batch))
         batch_loss = soft_cross_entropy(logits, batch["targets"], batch["mask"]).item()

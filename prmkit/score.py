@@ -40,8 +40,9 @@ class ScoreConfig:
     batch_size: int = field(default=32, metadata={"help": "solutions per forward pass"})
     chunk: int = field(default=1024, metadata={"help": "records read, sorted by length and scored at a time "
                                                         "(bounds memory)"})
-    aggregations: list = field(default_factory=lambda: list(AGGREGATIONS), metadata={
-        "help": "solution scores to write, by name (product, min, last, mean)"})
+    aggregations: list | None = field(default=None, metadata={
+        "help": "solution scores to write, by name (product, min, last, mean); unset: the model's own "
+                "(its training config's aggregations)"})
     name: str = field(default="", metadata={"help": "score name prefix; default: the model kind (prm or orm)"})
     neutral: str = field(default="", metadata={
         "help": "3-class models: count neutral as positive or negative in p_correct; default: the model's setting"})
@@ -52,9 +53,11 @@ class ScoreConfig:
     resume: bool = field(default=True, metadata={"help": "skip records already in the output or its partial file"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
     cpu_threads: int = field(default=1, metadata={"help": "torch threads per process on CPU (0: torch's choice)"})
+    device: str = field(default="auto", metadata={"help": "auto: CUDA when visible, else CPU; or cpu, cuda",
+                                                  "choices": ("auto", "cpu", "cuda")})
 
     def __post_init__(self):
-        bad = [a for a in self.aggregations if a not in AGGREGATIONS]
+        bad = [a for a in self.aggregations or () if a not in AGGREGATIONS]
         if bad:
             raise ValueError(f"unknown aggregations {bad} (expected some of {', '.join(AGGREGATIONS)})")
         if self.neutral not in ("", "positive", "negative"):
@@ -87,6 +90,11 @@ class Scorer:
         self.neutral = neutral or self.card.score_neutral
         self.truncation = TruncationReport()
         self.packed = choose(packing, self.model.backbone)
+        self.features = None
+        if self.card.features:
+            from prmkit.model.features import make_source, saved_spec
+
+            self.features = make_source(saved_spec(model_dir, self.card.features), device)
 
     def probabilities(self, problems: list[str], step_lists: list[list[str]], batch_size: int = 32,
                       sort_by_length: bool = True) -> list[np.ndarray]:
@@ -109,6 +117,9 @@ class Scorer:
         from prmkit.train.data import Example, collate, model_inputs
 
         examples = [Example(e.input_ids, e.step_ends or [0], [None] * max(1, len(e.step_ends))) for e in encs]
+        if self.features is not None:
+            for ex, values in zip(examples, self.features([e.input_ids for e in examples])):
+                ex.features = values
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
         batch = collate(examples, pad, self.head.n_outputs, self.packed)
         with torch.no_grad():
@@ -126,9 +137,11 @@ class Scorer:
             rows.append(self._forward([enc])[0][-1])
         return np.asarray(rows).reshape(len(rows), -1)
 
-    def annotate(self, solution, probs: np.ndarray, aggregations, name: str = "") -> None:
-        """Write step and solution scores of one solution in place (see the module docstring for names)."""
+    def annotate(self, solution, probs: np.ndarray, aggregations=None, name: str = "") -> None:
+        """Write step and solution scores of one solution in place (see the module docstring for names);
+        ``aggregations`` default to the model's own (its card's)."""
         name = name or self.card.kind
+        aggregations = self.card.aggregations if aggregations is None else aggregations
         taken = [s for s in solution.steps if s.taken is not None]
         lost = len(taken) - len(probs)
         if self.card.kind == "orm":
@@ -176,8 +189,10 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
     from accelerate import PartialState
     from tqdm.auto import tqdm
 
+    from prmkit.train.loop import uses_cuda
+
     cfg = cfg or ScoreConfig()
-    state = PartialState(cpu=not torch.cuda.is_available())
+    state = PartialState(cpu=not uses_cuda(cfg.device))
     if cfg.cpu_threads and state.device.type == "cpu":
         torch.set_num_threads(cfg.cpu_threads)
     scorer = scorer or Scorer(model_dir, device=state.device, neutral=cfg.neutral, packing=cfg.packing)

@@ -54,6 +54,22 @@ def test_two_processes_equal_one(tmp_path):
     assert not list(tmp_path.glob(".out2.jsonl.part*"))
 
 
+def test_two_processes_equal_one_with_features(tmp_path):
+    """The same with a base pretrained by ``kind lm`` and surprise features through the adapter."""
+    write_records(tmp_path / "train.jsonl", make_solutions(64, seed=1))
+    quiet = ["--save-every", "0", "--progress", "false", "--tensorboard", "false", "--eval-fraction", "0"]
+    _run(["train", "lm", "--data", "train.jsonl", "--out", "base", "--max-steps", "4",
+          "--batch-size", "8", *quiet], 1, tmp_path)
+    common = ["train", "prm", "--data", "train.jsonl", "--base-model", "base", "--features", "surprise:base",
+              "--head", "classify", "--new-lr", "0.01", "--max-steps", "4", *quiet]
+    _run(common + ["--out", "two", "--batch-size", "4"], 2, tmp_path)
+    _run(common + ["--out", "one", "--batch-size", "8"], 1, tmp_path)
+    for name in ("model.safetensors", "feature_adapter.safetensors"):
+        one, two = load_file(str(tmp_path / "one" / name)), load_file(str(tmp_path / "two" / name))
+        assert one.keys() == two.keys()
+        assert max((one[k] - two[k]).abs().max().item() for k in one) < 1e-5, name
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_gpu_bf16_run(tmp_path):
     write_records(tmp_path / "train.jsonl", make_solutions(64, seed=1))

@@ -12,6 +12,8 @@ examples:
   prmkit train prm --recipe recipes/prm-tiny.yaml --max-steps 50
   prmkit train orm --data train.jsonl --base-model tiny-qwen2 --head classify --out runs/orm
   prmkit train prm --data mc.jsonl --head regress --label-source value --out runs/prm-soft
+  prmkit train lm --data pool.jsonl --out runs/base --max-steps 400
+  prmkit train prm --data train.jsonl --base-model runs/base --features surprise:runs/base --out runs/prm
   accelerate launch --num_processes 8 -m prmkit train prm --recipe recipes/prm-gpu.yaml
 
 Settings: defaults < --recipe file (YAML/TOML, keys = the flag names with underscores) < flags.
@@ -21,11 +23,13 @@ with `prmkit score` and with transformers' from_pretrained (docs/training.md).
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("train", help="train process (PRM) and outcome (ORM) reward models",
+    parser = subparsers.add_parser("train", help="train process (PRM) and outcome (ORM) reward models, and base LMs",
                                    formatter_class=HelpFormatter, epilog=EPILOG)
     sub = parser.add_subparsers(dest="train_kind", metavar="KIND", required=True)
     for kind, text in (("prm", "a process reward model: one prediction per step"),
-                       ("orm", "an outcome reward model: one prediction at the final token")):
+                       ("orm", "an outcome reward model: one prediction at the final token"),
+                       ("lm", "a causal LM on the solutions' text by next-token prediction (a base for reward "
+                              "models, or the source of their surprise features)")):
         p = sub.add_parser(kind, help=f"train {text}", formatter_class=HelpFormatter, epilog=EPILOG,
                            description=f"Train {text}.")
         p.add_argument("--recipe", default=None, help="recipe file (YAML or TOML) with settings; flags override it")

@@ -40,19 +40,22 @@ class RewardModel(nn.Module):
     solution's own start, so the output is the same ``[B, S, C]`` either way.
     """
 
-    def __init__(self, backbone: nn.Module, head: HeadSpec):
+    def __init__(self, backbone: nn.Module, head: HeadSpec, adapter: nn.Module | None = None):
         super().__init__()
         self.backbone = backbone
         self.head = head
+        self.adapter = adapter  # per-token features (prmkit.model.features), added to the input embeddings
         if head.kind == "lm":
             if len(head.label_token_ids) != head.n_outputs:
                 raise ValueError("lm head: label_token_ids not set (see prmkit.model.hub.attach_tokens)")
             self.register_buffer("label_ids", torch.tensor(head.label_token_ids, dtype=torch.long), persistent=False)
 
-    def forward(self, input_ids, attention_mask=None, positions=None, position_ids=None, cu_seq_lens=None):
+    def forward(self, input_ids, attention_mask=None, positions=None, position_ids=None, cu_seq_lens=None,
+                features=None):
         index = positions.clamp(min=0)
+        tokens = self._inputs(input_ids, features)
         if cu_seq_lens is None:
-            logits = self.backbone(input_ids=input_ids, attention_mask=attention_mask).logits
+            logits = self.backbone(**tokens, attention_mask=attention_mask).logits
             rows = torch.arange(logits.shape[0], device=logits.device)[:, None]
         else:
             index = index + cu_seq_lens[:-1, None]
@@ -60,15 +63,24 @@ class RewardModel(nn.Module):
             if self.head.kind == "lm" and _keeps_logits(self.backbone):
                 # the LM head only at the step ends: [1, B*S, V] instead of [1, N, V], often most of the
                 # memory and a good share of the compute of a step with a large vocabulary
-                logits = self.backbone(input_ids=input_ids, logits_to_keep=index.flatten(), **kwargs).logits
+                logits = self.backbone(**tokens, logits_to_keep=index.flatten(), **kwargs).logits
                 index = torch.arange(index.numel(), device=index.device).view_as(index)
             else:
-                logits = self.backbone(input_ids=input_ids, **kwargs).logits
+                logits = self.backbone(**tokens, **kwargs).logits
             rows = torch.zeros_like(index)
         picked = logits[rows, index]  # [B, S, V] or [B, S, C]
         if self.head.kind == "lm":
             picked = picked.index_select(-1, self.label_ids)
         return picked.float()
+
+    def _inputs(self, input_ids, features) -> dict:
+        """The backbone's token input: ids, or with an adapter, embeddings plus the adapted features."""
+        if self.adapter is None:
+            return {"input_ids": input_ids}
+        if features is None:
+            raise ValueError("this reward model reads per-token features: pass features [B, T, F]")
+        embeds = self.backbone.get_input_embeddings()(input_ids)
+        return {"inputs_embeds": embeds + self.adapter(features.to(embeds.dtype))}
 
 
 def _keeps_logits(backbone: nn.Module) -> bool:
@@ -79,6 +91,30 @@ def _keeps_logits(backbone: nn.Module) -> bool:
 @functools.cache
 def _forward_takes(cls: type, name: str) -> bool:
     return name in inspect.signature(cls.forward).parameters
+
+
+class NextTokenModel(nn.Module):
+    """A causal LM trained on its own next-token objective (``TrainConfig.kind="lm"``, e.g. the lab's base):
+    ``forward(input_ids, ...) -> logits [B, T, V]`` (``[1, N, V]`` packed), the same batches as a reward model."""
+
+    def __init__(self, backbone: nn.Module):
+        super().__init__()
+        self.backbone = backbone
+
+    def forward(self, input_ids, attention_mask=None, positions=None, position_ids=None, cu_seq_lens=None,
+                features=None):
+        if cu_seq_lens is None:
+            return self.backbone(input_ids=input_ids, attention_mask=attention_mask).logits.float()
+        return self.backbone(input_ids=input_ids, **backbone_kwargs(position_ids, cu_seq_lens)).logits.float()
+
+
+def next_token_loss(logits: torch.Tensor, token_targets: torch.Tensor) -> torch.Tensor:
+    """Summed cross-entropy of ``[B, T, V]`` logits against the ids each position predicts (-100: none).
+
+    >>> logits = torch.zeros(1, 2, 4); round(next_token_loss(logits, torch.tensor([[3, -100]])).item(), 4)
+    1.3863
+    """
+    return F.cross_entropy(logits.flatten(0, 1), token_targets.flatten(), ignore_index=-100, reduction="sum")
 
 
 def soft_cross_entropy(logits: torch.Tensor, targets: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

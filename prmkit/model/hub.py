@@ -32,7 +32,9 @@ class ModelCard:
     ``kind``: prm or orm. ``head``: :class:`HeadSpec` as a dict. ``format``: :class:`FormatConfig` as a
     dict. ``neutral``: the policy used in training; ``score_neutral``: how a 3-class model's neutral
     probability counts when scoring (positive or negative). ``aggregations``: the solution scores
-    written by default; ``default_aggregation``: the one a single-number consumer should use.
+    written by default (``prmkit score``'s default); ``default_aggregation``: the one a single-number
+    consumer should use. ``features``: the per-token inputs (:class:`prmkit.model.features.FeatureSpec`
+    as a dict, its ``model`` relative to the folder), None for a model without.
     """
 
     kind: str
@@ -45,6 +47,7 @@ class ModelCard:
     aggregations: list[str] = field(default_factory=lambda: ["product", "min", "last", "mean"])
     default_aggregation: str = "min"
     base_model: str = ""
+    features: dict | None = None
     auto_class: str = ""
     prmkit_version: str = ""
 
@@ -67,9 +70,12 @@ class ModelCard:
         return cls(**json.loads(path.read_text()))
 
 
-def load_base(base_model: str, head: HeadSpec, texts_for_tokenizer=None, vocab_size: int = 512, seed: int = 0):
+def load_base(base_model: str, head: HeadSpec, texts_for_tokenizer=None, vocab_size: int = 512, seed: int = 0,
+              head_dropout: float = 0.0):
     """(backbone, tokenizer) for ``base_model``: a preset built locally, or a name / folder loaded with
-    ``from_pretrained`` as the head's auto class. Presets train their tokenizer on ``texts_for_tokenizer``."""
+    ``from_pretrained`` as the head's auto class. Presets train their tokenizer on ``texts_for_tokenizer``.
+    ``head_dropout`` is transformers' ``classifier_dropout`` before a classify/regress layer (Llama's own
+    default is 0.1, which makes a run depend on how its batches are split over processes)."""
     import torch
     import transformers
 
@@ -77,10 +83,17 @@ def load_base(base_model: str, head: HeadSpec, texts_for_tokenizer=None, vocab_s
     if is_preset(base_model):
         if texts_for_tokenizer is None:
             raise ValueError(f"preset {base_model!r} needs texts to train its tokenizer on")
-        return build_preset(base_model, texts_for_tokenizer, head.auto_class, vocab_size, seed, **extra)
+        drop = {"classifier_dropout": head_dropout} if extra else {}
+        return build_preset(base_model, texts_for_tokenizer, head.auto_class, vocab_size, seed, **extra, **drop)
     tokenizer = transformers.AutoTokenizer.from_pretrained(base_model)
     torch.manual_seed(seed)  # a new classification layer is initialised from this seed
-    model = getattr(transformers, head.auto_class).from_pretrained(base_model, **extra)
+    kwargs = {}
+    if extra:
+        kwargs["config"] = transformers.AutoConfig.from_pretrained(base_model, **extra)
+        kwargs["config"].classifier_dropout = head_dropout
+    model, info = getattr(transformers, head.auto_class).from_pretrained(base_model, output_loading_info=True, **kwargs)
+    # what the checkpoint did not hold starts from nothing (a classification layer): TrainConfig.new_lr
+    model.prmkit_new_parameters = sorted(info.get("missing_keys", ()))
     if getattr(model.config, "pad_token_id", None) is None:
         model.config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     return model, tokenizer
@@ -123,17 +136,26 @@ def save_model(folder: str | os.PathLike, backbone, tokenizer, card: ModelCard, 
 
 
 def load_model(folder: str | os.PathLike, device=None, dtype=None):
-    """(RewardModel in eval mode, tokenizer, card) from a saved folder."""
+    """(RewardModel in eval mode, tokenizer, card) from a saved folder (with its feature adapter, if any)."""
     import transformers
 
     from prmkit.model.heads import RewardModel
 
     card = ModelCard.load(folder)
+    if card.kind not in ("prm", "orm"):
+        raise ValueError(f"{folder} is a {card.kind!r} model, not a reward model (load it with transformers)")
     head = card.head_spec
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
     kwargs = {"dtype": dtype} if dtype is not None else {}
     backbone = getattr(transformers, head.auto_class).from_pretrained(folder, **kwargs)
-    model = RewardModel(backbone, head).eval()
+    adapter = None
+    if card.features:
+        from prmkit.model.features import load_adapter
+
+        adapter = load_adapter(folder, card.features, backbone.config.hidden_size)[0]
+        if dtype is not None:
+            adapter.to(dtype)
+    model = RewardModel(backbone, head, adapter).eval()
     if device is not None:
         model.to(device)
     return model, tokenizer, card

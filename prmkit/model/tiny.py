@@ -86,7 +86,7 @@ def preset_config(name: str, vocab_size: int, tokenizer=None, **overrides):
 
 
 def build_preset(name: str, texts: Iterable[str], auto_class: str, vocab_size: int = 512, seed: int = 0,
-                 num_labels: int | None = None):
+                 num_labels: int | None = None, **config_overrides):
     """(model, tokenizer) of preset ``name``, the tokenizer trained on ``texts``, weights seeded by ``seed``.
 
     ``auto_class`` is ``"AutoModelForCausalLM"`` or ``"AutoModelForTokenClassification"``.
@@ -96,7 +96,7 @@ def build_preset(name: str, texts: Iterable[str], auto_class: str, vocab_size: i
 
     tokenizer = train_tokenizer(texts, vocab_size)
     extra = {"num_labels": num_labels} if num_labels else {}
-    config = preset_config(name, len(tokenizer), tokenizer, **extra)
+    config = preset_config(name, len(tokenizer), tokenizer, **extra, **config_overrides)
     torch.manual_seed(seed)
     model = getattr(transformers, auto_class).from_config(config)
     return model, tokenizer

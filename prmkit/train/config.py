@@ -28,6 +28,8 @@ from prmkit.evaluate.aggregate import AGGREGATIONS
 from prmkit.model.labels import LABEL_SOURCES, NEUTRAL_POLICIES, SUPERVISION, check_policy
 from prmkit.model.spec import HEADS
 
+KINDS = ("prm", "orm", "lm")
+
 
 def _f(default, help: str, **kw):
     if isinstance(default, list):
@@ -39,7 +41,9 @@ def _f(default, help: str, **kw):
 class TrainConfig:
     """Everything one training run needs. ``prmkit train prm|orm --help`` lists the same fields as flags."""
 
-    kind: str = _f("prm", "prm (a target per step) or orm (one target at the final token)", choices=("prm", "orm"))
+    kind: str = _f("prm", "prm (a target per step), orm (one target at the final token), or lm (next-token "
+                   "pretraining of a causal LM on the solutions' text, e.g. a base for reward models)",
+                   choices=KINDS)
     data: str = _f("", "training data: prmkit JSONL (.gz ok)")
     out: str = _f("", "output folder: the model, checkpoints/, metrics.jsonl")
     base_model: str = _f("tiny-llama", "a preset built locally (tiny-llama, tiny-qwen2) or a transformers "
@@ -48,9 +52,12 @@ class TrainConfig:
                                "--eval-fraction of the problems of --data")
     eval_fraction: float = _f(0.1, "share of --data's problems held out for evaluation when --eval-data is not given "
                               "(0: no evaluation)")
+    features: str = _f("", "per-token inputs through a small adapter into the embeddings: surprise:FOLDER (a "
+                       "causal LM's per-token log-probability and entropy; same tokenizer); '' for none")
     # head and labels
     head: str = _f("lm", "lm: the LM head read over label tokens (the paper's); classify: a new 2/3-class "
                    "layer; regress: one output, soft labels in [0, 1]", choices=HEADS)
+    head_dropout: float = _f(0.0, "dropout before the classify/regress layer (transformers' classifier_dropout)")
     classes: int = _f(2, "outputs of the lm/classify head: 2 (positive, negative) or 3 (with neutral); "
                       "the regress head always has 1")
     label_tokens: list = _f(["+", "-", "="], "positive, negative, neutral label tokens of the lm head "  # noqa: RUF009
@@ -78,6 +85,9 @@ class TrainConfig:
     grad_accum: int = _f(1, "micro-batches accumulated per optimiser step (per process)")
     lr: float = _f(3e-3, "peak learning rate (the default suits the tiny presets; use ~1e-5 for real models, "
                    "~1e-4 with LoRA)")
+    new_lr: float | None = _f(None, "peak learning rate of the parameters that start from nothing (feature "
+                              "adapter, a classification layer the base did not have); unset: --lr")
+    adam_beta2: float = _f(0.999, "AdamW's second-moment decay (0.98 suits short runs at high learning rates)")
     weight_decay: float = _f(0.0, "AdamW weight decay")
     warmup_steps: int = _f(10, "linear warm-up steps")
     scheduler: str = _f("linear", "learning-rate schedule after warm-up", choices=("linear", "cosine", "constant"))
@@ -88,6 +98,7 @@ class TrainConfig:
     group_by_length: bool | None = _f(None, "batch examples of similar length together, which cuts padding "
                                       "but makes batches less random; unset: only when batches are padded")
     seed: int = _f(0, "seed of the model init, data split and batch order")
+    device: str = _f("auto", "auto: CUDA when visible, else CPU; or cpu, cuda", choices=("auto", "cpu", "cuda"))
     mixed_precision: str = _f("auto", "auto: bf16 on CUDA, none on CPU; or no, bf16, fp16",
                               choices=("auto", "no", "bf16", "fp16"))
     cpu_threads: int = _f(1, "torch threads per process on CPU (1 avoids contention on shared cores; 0: torch's choice)")
@@ -108,7 +119,8 @@ class TrainConfig:
                                 "(for time-sliced jobs and resume tests)")
     tensorboard: bool = _f(True, "also log to TensorBoard when it is installed")
     progress: bool = _f(True, "show a progress bar")
-    aggregations: list = _f(list(AGGREGATIONS), "solution scores the saved model writes by default")  # noqa: RUF009
+    aggregations: list = _f(list(AGGREGATIONS), "solution scores `prmkit score` writes by default with the "  # noqa: RUF009
+                            "saved model")
     default_aggregation: str = _f("min", "the solution score a single-number consumer should use",
                                   choices=AGGREGATIONS)
 
@@ -116,8 +128,10 @@ class TrainConfig:
         if self.head == "regress":
             self.classes = 1
         check_policy(self.classes, self.neutral, self.label_source)
-        if self.kind not in ("prm", "orm"):
-            raise ValueError(f"kind must be prm or orm, not {self.kind!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if self.features and self.kind == "lm":
+            raise ValueError("features feed a reward model; an lm run (next-token pretraining) takes none")
         for name in ("max_steps", "batch_size", "grad_accum", "eval_batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")

@@ -23,18 +23,30 @@ from prmkit.model.formatter import FormatConfig, TruncationReport, encode_many
 from prmkit.model.labels import outcome_target, soft_target, step_targets
 
 
+IGNORE = -100
+"""The token target of a position that is not trained (transformers' convention)."""
+
+
 @dataclass
 class Example:
     """One formatted solution: tokens, the positions read, and one target distribution per position
-    (None where a position is not supervised). ``label`` is the source solution's index in its file."""
+    (None where a position is not supervised). ``index`` is the source solution's index in its file.
+
+    ``features``: per-token auxiliary inputs ``[tokens, F]`` when the model reads some
+    (:mod:`prmkit.model.features`). ``token_targets``: for next-token training (``kind="lm"``), the id each
+    position predicts, :data:`IGNORE` where it predicts nothing (the problem, the last token)."""
 
     input_ids: list[int]
     positions: list[int]
     targets: list[list[float] | None]
     index: int = -1
+    features: object = None
+    token_targets: list[int] | None = None
 
     @property
     def n_supervised(self) -> int:
+        if self.token_targets is not None:
+            return sum(t != IGNORE for t in self.token_targets)
         return sum(t is not None for t in self.targets)
 
 
@@ -101,6 +113,41 @@ def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm"
     return out, report
 
 
+def build_lm_examples(solutions, tokenizer, fmt: FormatConfig) -> tuple[list[Example], DataReport]:
+    """Next-token examples: every solution token is predicted from the ones before it; the problem's
+    tokens are context only. Same formatter as the reward models, so an LM pretrained this way reads
+    exactly the layout (separators, markers) its reward models will be trained and scored on.
+
+    >>> from prmkit.model.formatter import FormatConfig
+    >>> from prmkit.model.tiny import train_tokenizer
+    >>> from prmkit.schema import Solution
+    >>> sol = Solution.from_steps("q", ["a b"])
+    >>> tok = train_tokenizer(["q a b"] * 4, 64)
+    >>> [ex], rep = build_lm_examples([sol], tok, FormatConfig(marker=None))
+    >>> first = ex.token_targets.index(next(t for t in ex.token_targets if t != IGNORE))
+    >>> ex.token_targets[-1], ex.token_targets[first] == ex.input_ids[first + 1], rep.examples
+    (-100, True, 1)
+    """
+    solutions = list(solutions)
+    report = DataReport()
+    out = []
+    encoded = encode_many(tokenizer, [(sol.problem.problem, sol.texts) for sol in solutions], fmt)
+    for i, enc in enumerate(encoded):
+        report.solutions += 1
+        report.truncation.add(enc)
+        ids = enc.input_ids
+        first = enc.spans[0][0] if enc.spans else len(ids)
+        targets = [ids[t + 1] if t + 1 >= first else IGNORE for t in range(len(ids) - 1)] + [IGNORE]
+        ex = Example(ids, [], [], i, token_targets=targets)
+        if ex.n_supervised == 0:
+            report.no_targets += 1
+            continue
+        report.examples += 1
+        report.supervised += ex.n_supervised
+        out.append(ex)
+    return out, report
+
+
 def _target_name(t: list[float]) -> str:
     if len(t) == 3 and t[2] == 1.0:
         return "neutral"
@@ -151,26 +198,18 @@ def micro_batches(group: list[int], lengths: list[int], n_micro: int) -> list[li
     return [ordered[m * size:(m + 1) * size] for m in range(n_micro)]
 
 
-MODEL_INPUTS = ("input_ids", "attention_mask", "positions", "position_ids", "cu_seq_lens")
+MODEL_INPUTS = ("input_ids", "attention_mask", "positions", "position_ids", "cu_seq_lens", "features")
 """The keys of a collated batch that :class:`prmkit.model.heads.RewardModel` takes (the rest are targets)."""
 
 
 def collate(examples: list[Example], pad_id: int, n_outputs: int, packed: bool = False):
     """Tensors of a micro-batch: positions (-1 padded), targets, mask, and the tokens either padded
     (input_ids and attention_mask ``[B, T]``) or ``packed`` (input_ids, position_ids ``[1, N]`` and
-    cu_seq_lens: :mod:`prmkit.model.packing`)."""
+    cu_seq_lens: :mod:`prmkit.model.packing`); ``features`` ``[B, T, F]`` (``[1, N, F]`` packed) and
+    ``token_targets`` (:data:`IGNORE` padded) laid out like the tokens, where the examples have them."""
     import torch
 
-    b = len(examples)
-    s = max(len(e.positions) for e in examples)
-    # plain lists first, one tensor each: per-element tensor writes cost more than the model's small ops
-    empty = [0.0] * n_outputs
-    pos = [list(e.positions) + [-1] * (s - len(e.positions)) for e in examples]
-    tgt = [[list(t) if t is not None else empty for t in e.targets] + [empty] * (s - len(e.targets)) for e in examples]
-    mask = [[t is not None for t in e.targets] + [False] * (s - len(e.targets)) for e in examples]
-    out = {"positions": torch.tensor(pos, dtype=torch.long).view(b, s),
-           "targets": torch.tensor(tgt, dtype=torch.float32).view(b, s, n_outputs),
-           "mask": torch.tensor(mask, dtype=torch.bool).view(b, s)}
+    out = {**_step_tensors(examples, n_outputs), **_token_tensors(examples, packed)}
     if packed:
         from prmkit.model.packing import pack
 
@@ -180,6 +219,46 @@ def collate(examples: list[Example], pad_id: int, n_outputs: int, packed: bool =
     attn = [[1] * len(e.input_ids) + [0] * (t - len(e.input_ids)) for e in examples]
     return {"input_ids": torch.tensor(ids, dtype=torch.long), "attention_mask": torch.tensor(attn, dtype=torch.long),
             **out}
+
+
+def _step_tensors(examples: list[Example], n_outputs: int) -> dict:
+    import torch
+
+    b = len(examples)
+    s = max(len(e.positions) for e in examples)
+    # plain lists first, one tensor each: per-element tensor writes cost more than the model's small ops
+    empty = [0.0] * n_outputs
+    pos = [list(e.positions) + [-1] * (s - len(e.positions)) for e in examples]
+    tgt = [[list(t) if t is not None else empty for t in e.targets] + [empty] * (s - len(e.targets)) for e in examples]
+    mask = [[t is not None for t in e.targets] + [False] * (s - len(e.targets)) for e in examples]
+    return {"positions": torch.tensor(pos, dtype=torch.long).view(b, s),
+            "targets": torch.tensor(tgt, dtype=torch.float32).view(b, s, n_outputs),
+            "mask": torch.tensor(mask, dtype=torch.bool).view(b, s)}
+
+
+def _token_tensors(examples: list[Example], packed: bool) -> dict:
+    """Per-token features and next-token targets, padded (``[B, T, ...]``) or end to end (``[1, N, ...]``)."""
+    import numpy as np
+    import torch
+
+    out = {}
+    t = max(len(e.input_ids) for e in examples)
+    if examples[0].features is not None:
+        rows = [np.asarray(e.features, dtype=np.float32) for e in examples]
+        if packed:
+            out["features"] = torch.from_numpy(np.concatenate(rows))[None]
+        else:
+            full = np.zeros((len(rows), t, rows[0].shape[-1]), np.float32)
+            for r, row in enumerate(rows):
+                full[r, : len(row)] = row
+            out["features"] = torch.from_numpy(full)
+    if examples[0].token_targets is not None:
+        if packed:
+            out["token_targets"] = torch.tensor([[x for e in examples for x in e.token_targets]], dtype=torch.long)
+        else:
+            out["token_targets"] = torch.tensor([list(e.token_targets) + [IGNORE] * (t - len(e.token_targets))
+                                                 for e in examples], dtype=torch.long)
+    return out
 
 
 def to_device(batch: dict, device) -> dict:

@@ -24,12 +24,20 @@ import torch
 from prmkit.io import read_solutions
 from prmkit.model import packing
 from prmkit.model.formatter import FormatConfig
-from prmkit.model.heads import HeadSpec, RewardModel, probabilities, soft_cross_entropy
+from prmkit.model.heads import (
+    HeadSpec,
+    NextTokenModel,
+    RewardModel,
+    next_token_loss,
+    probabilities,
+    soft_cross_entropy,
+)
 from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
 from prmkit.model.labels import p_correct
 from prmkit.train.config import TrainConfig
 from prmkit.train.data import (
     build_examples,
+    build_lm_examples,
     collate,
     micro_batches,
     model_inputs,
@@ -53,6 +61,7 @@ class Run:
     train: list
     eval: list
     packed: bool = False
+    features: object = None  # the FeatureSpec of the model's per-token inputs, or None
     optimizer: object = None
     scheduler: object = None
 
@@ -62,15 +71,23 @@ def format_config(cfg: TrainConfig) -> FormatConfig:
                         chat_template=cfg.chat_template, max_length=cfg.max_length)
 
 
+def uses_cuda(device: str) -> bool:
+    """Whether a ``device`` setting (auto, cpu, cuda) runs on CUDA here; cuda without a GPU is an error."""
+    if device == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device cuda asked, but torch sees no CUDA GPU")
+    return device == "cuda" or (device == "auto" and torch.cuda.is_available())
+
+
 def make_accelerator(cfg: TrainConfig):
     from accelerate import Accelerator
 
+    cuda = uses_cuda(cfg.device)
     precision = cfg.mixed_precision
     if precision == "auto":
-        precision = "bf16" if torch.cuda.is_available() else "no"
+        precision = "bf16" if cuda else "no"
     # cpu=True when there is no GPU: that is also what lets accelerate see a torchrun / accelerate-launch
     # world of several CPU processes (gloo DDP) instead of one process each.
-    return Accelerator(mixed_precision=precision, cpu=not torch.cuda.is_available())
+    return Accelerator(mixed_precision=precision, cpu=not cuda)
 
 
 def _texts(solutions) -> list[str]:
@@ -78,16 +95,31 @@ def _texts(solutions) -> list[str]:
 
 
 def build_model(cfg: TrainConfig, texts: list[str]):
-    """(RewardModel, tokenizer, head, format, packed) for the config: tokens attached, packed attention
-    switched on when batches are to be packed, LoRA applied when asked."""
+    """(model, tokenizer, head, format, packed) for the config: tokens attached, packed attention
+    switched on when batches are to be packed, LoRA applied when asked, a feature adapter when
+    ``cfg.features`` names a source. The model is a :class:`RewardModel`, or for ``kind="lm"`` a
+    :class:`NextTokenModel` (its head spec is the lm head's, unused)."""
     fmt = format_config(cfg)
-    head = HeadSpec(cfg.head, cfg.classes, list(cfg.label_tokens))
-    backbone, tokenizer = load_base(cfg.base_model, head, texts, cfg.vocab_size, cfg.seed)
+    head = HeadSpec("lm" if cfg.kind == "lm" else cfg.head, cfg.classes, list(cfg.label_tokens))
+    backbone, tokenizer = load_base(cfg.base_model, head, texts, cfg.vocab_size, cfg.seed, cfg.head_dropout)
     head = attach_tokens(backbone, tokenizer, head, fmt)
     packed = packing.choose(cfg.packing, backbone)
+    new = list(getattr(backbone, "prmkit_new_parameters", ()))
     if cfg.lora:
         backbone = _apply_lora(backbone, cfg)
-    return RewardModel(backbone, head), tokenizer, head, fmt, packed
+    if cfg.kind == "lm":
+        return NextTokenModel(backbone), tokenizer, head, fmt, packed
+    adapter = None
+    if cfg.features:
+        from prmkit.model.features import FeatureAdapter, parse_features
+
+        spec = parse_features(cfg.features)
+        torch.manual_seed(cfg.seed)
+        adapter = FeatureAdapter(spec.n_inputs, spec.hidden, backbone.config.hidden_size)
+    model = RewardModel(backbone, head, adapter)
+    model.prmkit_new_parameters = ["adapter." + n for n, _ in (adapter.named_parameters() if adapter else ())] + [
+        "backbone." + n for n in new]
+    return model, tokenizer, head, fmt, packed
 
 
 def _apply_lora(backbone, cfg: TrainConfig):
@@ -107,10 +139,15 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
     else:
         train_sols, eval_sols = split_by_problem(solutions, cfg.eval_fraction, cfg.seed)
     model, tokenizer, head, fmt, packed = build_model(cfg, _texts(train_sols))
-    kw = {"kind": cfg.kind, "n_outputs": cfg.classes, "neutral": cfg.neutral, "supervise": cfg.supervise,
+    if cfg.kind == "lm":
+        train, report = build_lm_examples(train_sols, tokenizer, fmt)
+        held, eval_report = build_lm_examples(eval_sols, tokenizer, fmt)
+    else:
+        kw = {"kind": cfg.kind, "n_outputs": cfg.classes, "neutral": cfg.neutral, "supervise": cfg.supervise,
               "label_source": cfg.label_source, "outcome_source": cfg.outcome_source}
-    train, report = build_examples(train_sols, tokenizer, fmt, **kw)
-    held, eval_report = build_examples(eval_sols, tokenizer, fmt, **kw)
+        train, report = build_examples(train_sols, tokenizer, fmt, **kw)
+        held, eval_report = build_examples(eval_sols, tokenizer, fmt, **kw)
+    features = attach_features(cfg, tokenizer, [*train, *held], accelerator.device)
     accelerator.print(f"train: {report.summary()}")
     accelerator.print(f"eval: {eval_report.summary()}")
     accelerator.print(f"batches: {'packed (no padding)' if packed else 'padded'}")
@@ -118,7 +155,32 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
     if len(train) < group:
         raise ValueError(f"{len(train)} training examples, fewer than one optimiser step's {group} "
                          "(batch_size x grad_accum x processes)")
-    return Run(cfg, accelerator, model, tokenizer, head, fmt, train, held, packed)
+    return Run(cfg, accelerator, model, tokenizer, head, fmt, train, held, packed, features)
+
+
+def attach_features(cfg: TrainConfig, tokenizer, examples: list, device):
+    """Compute every example's per-token features once (the source never changes in training); the spec."""
+    if not cfg.features:
+        return None
+    from prmkit.model.features import make_source, parse_features
+
+    spec = parse_features(cfg.features)
+    source = make_source(spec, device)
+    source.check_tokenizer(tokenizer)
+    for ex, values in zip(examples, source([e.input_ids for e in examples])):
+        ex.features = values
+    return spec
+
+
+def param_groups(run: Run) -> list[dict]:
+    """AdamW groups: the parameters that start from nothing at ``new_lr`` (when set), the rest at ``lr``."""
+    cfg = run.cfg
+    new = set(getattr(run.model, "prmkit_new_parameters", ()))
+    named = [(n, p) for n, p in run.model.named_parameters() if p.requires_grad]
+    if cfg.new_lr is None or not new:
+        return [{"params": [p for _, p in named], "lr": cfg.lr}]
+    return [{"params": [p for n, p in named if n not in new], "lr": cfg.lr},
+            {"params": [p for n, p in named if n in new], "lr": cfg.new_lr}]
 
 
 def _scheduler(cfg: TrainConfig, optimizer):
@@ -129,15 +191,15 @@ def _scheduler(cfg: TrainConfig, optimizer):
 
 def train(cfg: TrainConfig) -> dict:
     """Train (or resume) a reward model as configured; return the final metrics."""
-    if cfg.cpu_threads and not torch.cuda.is_available():
+    if cfg.cpu_threads and not uses_cuda(cfg.device):
         torch.set_num_threads(cfg.cpu_threads)
     from accelerate.utils import set_seed
 
     accelerator = make_accelerator(cfg)
     set_seed(cfg.seed)
     run = setup(cfg, accelerator)
-    params = [p for p in run.model.parameters() if p.requires_grad]
-    run.optimizer = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+    run.optimizer = torch.optim.AdamW(param_groups(run), lr=cfg.lr, weight_decay=cfg.weight_decay,
+                                      betas=(0.9, cfg.adam_beta2))
     run.scheduler = _scheduler(cfg, run.optimizer)
     run.model, run.optimizer = accelerator.prepare(run.model, run.optimizer)
     accelerator.register_for_checkpointing(run.scheduler)
@@ -199,8 +261,7 @@ def _optimizer_step(run: Run, group: list[int], lengths: list[int]) -> float:
         batch = to_device(batch, acc.device)
         sync = m == len(micro) - 1
         with (contextlib.nullcontext() if sync else acc.no_sync(run.model)), acc.autocast():
-            logits = run.model(**model_inputs(batch))
-            total = soft_cross_entropy(logits, batch["targets"], batch["mask"])
+            total = loss_sum(run.model(**model_inputs(batch)), batch)
             # Summed over targets and divided by the whole group's count; DDP averages over processes,
             # so scale by the world size: every split of the group gives the same gradient.
             acc.backward(total * world / norm)
@@ -213,8 +274,16 @@ def _optimizer_step(run: Run, group: list[int], lengths: list[int]) -> float:
     return float(acc.reduce(local, reduction="sum")) / norm
 
 
+def loss_sum(logits, batch) -> torch.Tensor:
+    """The loss summed over a batch's targets: next-token ids where it has them, else step targets."""
+    if "token_targets" in batch:
+        return next_token_loss(logits, batch["token_targets"])
+    return soft_cross_entropy(logits, batch["targets"], batch["mask"])
+
+
 def evaluate(run: Run) -> dict:
-    """Held-out step metrics (examples sharded over processes, every process runs the same batch count)."""
+    """Held-out step metrics (examples sharded over processes, every process runs the same batch count);
+    for next-token training, the held-out loss per predicted token."""
     from accelerate.utils import gather_object
 
     cfg, acc = run.cfg, run.accelerator
@@ -230,7 +299,10 @@ def evaluate(run: Run) -> dict:
         batch = to_device(batch, acc.device)
         with torch.no_grad(), acc.autocast():
             logits = run.model(**model_inputs(batch))
-        batch_loss = soft_cross_entropy(logits, batch["targets"], batch["mask"]).item()
+        batch_loss = loss_sum(logits, batch).item()
+        if cfg.kind == "lm":
+            rows.append((float(sum(e.n_supervised for e in chunk)), -2, batch_loss if chunk else 0.0))
+            continue
         probs = probabilities(logits).cpu().numpy()
         for i, ex in enumerate(chunk):
             for j, target in enumerate(ex.targets):
@@ -241,6 +313,8 @@ def evaluate(run: Run) -> dict:
             rows.append((float("nan"), -1, batch_loss))
     rows = gather_object(rows)
     arr = np.asarray(rows, dtype=float).reshape(-1, 3)
+    if cfg.kind == "lm":
+        return {"eval_loss": float(arr[:, 2].sum() / max(arr[:, 0].sum(), 1.0))}
     steps = arr[arr[:, 1] >= 0]
     out = step_metrics(steps[:, 0], steps[:, 1].astype(int))
     out["eval_loss"] = float(arr[:, 2].sum() / max(len(steps), 1))
@@ -307,5 +381,10 @@ def save_final(run: Run) -> None:
                          aggregations=list(cfg.aggregations), default_aggregation=cfg.default_aggregation,
                          base_model=cfg.base_model)
         save_model(cfg.out, backbone, run.tokenizer, card, state_dict=state, save_function=acc.save)
+        if run.features is not None:
+            from prmkit.model.features import save_features
+
+            card.features = save_features(cfg.out, acc.unwrap_model(run.model).adapter, run.features)
+            card.save(cfg.out)
         (Path(cfg.out) / "train_config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
     acc.wait_for_everyone()

@@ -142,7 +142,7 @@ def make_base(folder: Path, seed: int) -> Path:
     model, tok = build_preset("tiny-llama", [t for s in sols for t in [s.problem.problem, *s.texts]],
                               "AutoModelForCausalLM", seed=seed)
     # AutoModelForTokenClassification puts a dropout of 0.1 before its new layer unless the config says
-    # otherwise; TRL switches every dropout off (PRMConfig.disable_dropout), prmkit does not, so say it here
+    # otherwise; TRL switches every dropout off (PRMConfig.disable_dropout), and so does prmkit (head_dropout 0)
     model.config.classifier_dropout = 0.0
     model.config.max_position_embeddings = max(model.config.max_position_embeddings, settings(folder)["max_length"])
     base = folder / f"base-{seed}"

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import io
 import json
 import os
 import tempfile
@@ -192,13 +193,22 @@ def atomic_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] =
     os.close(fd)
     try:
         gz = str(path).endswith(".gz")
-        with (gzip.open(tmp, "wt", encoding="utf-8") if gz else open(tmp, "w", encoding="utf-8")) as f:
+        with (_reproducible_gzip(tmp) if gz else open(tmp, "w", encoding="utf-8")) as f:
             yield f
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes files owner-only; outputs get normal permissions
         os.replace(tmp, target)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+@contextlib.contextmanager
+def _reproducible_gzip(path: str) -> Iterator[TextIO]:
+    """gzip text whose bytes depend on the content only (no name or time in the header): a rerun that
+    writes the same records writes the same file."""
+    with open(path, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as gz, \
+            io.TextIOWrapper(gz, encoding="utf-8") as f:
+        yield f
 
 
 def _umask() -> int:

@@ -8,17 +8,17 @@ the issue's targets on those three seeds.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import numpy as np
 import pytest
+import torch
 
 from prmkit.cli import main
 from prmkit.io import read_solutions
 from prmkit.lab import preset
-from prmkit.lab.base import BaseConfig, base_key, lab_format, lab_tokenizer
-from prmkit.lab.features import Features, likelihood_scores
+from prmkit.lab.base import BaseConfig, base_key, lab_tokenizer
+from prmkit.lab.likelihood import likelihood_scores
 from prmkit.lab.run import key_of, run_job
 
 SEEDS = (0, 1, 2)
@@ -33,7 +33,7 @@ def test_base_key_is_deterministic_and_depends_on_what_pretraining_reads():
     changed = [cfg.replace({"base.steps": 10}), cfg.replace({"base.seed": 1}), cfg.replace({"pretrain_problems": 10}),
                cfg.replace({"generator.check_rate": 0.2}), cfg.replace({"domain.max_operand": 8})]
     assert len({key, *(base_key(c.base, c) for c in changed)}) == 1 + len(changed)
-    unrelated = [cfg.replace({"eval_problems": 10}), cfg.replace({"rm.steps": 3}), cfg.replace({"labellers.flip_rate": 0})]
+    unrelated = [cfg.replace({"eval_problems": 10}), cfg.replace({"rm.max_steps": 3}), cfg.replace({"labellers.flip_rate": 0})]
     assert {base_key(c.base, c) for c in unrelated} == {key}
 
 
@@ -70,18 +70,6 @@ def test_lab_tokenizer_keeps_numbers_whole_and_never_fails():
     pieces = tok.convert_ids_to_tokens(tok.encode("D * 2 : 14 * 2 = 28\n# Answer\n\n28", add_special_tokens=False))
     assert pieces[:9] == ["D", "*", "2", ":", "14", "*", "2", "=", "28"] and "\n" in pieces
     assert "<unk>" in tok.convert_ids_to_tokens(tok.encode("x ~ 5000", add_special_tokens=False))
-
-
-def test_features_of_a_truncated_solution_are_a_prefix():
-    from prmkit.model.formatter import encode
-
-    tok, fmt = lab_tokenizer(), lab_format()
-    sol = next(iter(_pool()))
-    full = encode(tok, sol.problem.problem, sol.texts, fmt).input_ids
-    cut = encode(tok, sol.problem.problem, sol.texts[:2], fmt).input_ids
-    assert full[: len(cut)] == cut  # why Features.of(id, length) serves phase-2 records
-    f = Features(np.arange(2 * len(full), dtype=np.float32).reshape(-1, 2), np.array([0, len(full)]), [sol.id])
-    assert (f.of(sol.id, len(cut)) == f.of(sol.id)[: len(cut)]).all()
 
 
 def test_likelihood_scores_ignore_the_problem_tokens():
@@ -127,7 +115,7 @@ def test_quick_run_end_to_end_through_the_cli(quick_run):
     assert all(f"seed {s}" in html for s in SEEDS) and "Wall time per stage" in html and "Configuration" in html
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["results"]) == {str(s) for s in SEEDS}
-    assert set(summary["timings"]) >= {"data", "base", "features", "rm", "score", "evaluate", "report"}
+    assert set(summary["timings"]) >= {"data", "base", "likelihood", "rm", "score", "evaluate", "report"}
     sol = next(iter(read_solutions(out / "seed-0" / "score" / "eval.jsonl.gz")))
     assert {"prm_min", "prm_product", "prm_last", "prm_mean", "orm", "likelihood_mean", "likelihood_min"} <= set(sol.scores)
     assert {"p_correct", "p_pos", "p_neg", "base_logp_min"} <= set(sol.steps[0].scores)
@@ -140,7 +128,7 @@ def test_quick_run_end_to_end_through_the_cli(quick_run):
 @pytest.mark.timeout(2400)
 def test_a_second_run_skips_every_stage_and_changes_nothing(quick_run, capsys):
     out = quick_run["out"]
-    files = sorted(p for p in out.glob("seed-*/**/*") if p.is_file() and p.suffix in (".gz", ".json", ".npz"))
+    files = sorted(p for p in out.glob("seed-*/**/*") if p.is_file() and p.suffix in (".gz", ".json", ".safetensors"))
     before = {p: p.read_bytes() for p in files}
     mp = pytest.MonkeyPatch()
     mp.setenv("PRMKIT_CACHE", str(out.parent / "cache"))
@@ -149,9 +137,60 @@ def test_a_second_run_skips_every_stage_and_changes_nothing(quick_run, capsys):
     finally:
         mp.undo()
     log = capsys.readouterr().out
-    for stage in ("data", "base", "features", "rm", "score", "evaluate"):
+    for stage in ("data", "base", "likelihood", "rm", "score", "evaluate"):
         assert f"stage {stage}: 0 of" in log and "(all cached)" in log
     assert {p: p.read_bytes() for p in files} == before
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_prmkit_eval_bon_on_the_scored_files_reproduces_every_best_of_n_number(quick_run, tmp_path, capsys):
+    """The lab's scored files are plain prmkit JSONL: ``prmkit eval bon`` gives the report's exact numbers."""
+    for seed in SEEDS:
+        for pool in ("eval", "ood"):
+            lab = json.loads((quick_run["out"] / f"seed-{seed}" / "evaluate" / f"{pool}.json").read_text())
+            columns = lab["settings"]["columns"]
+            argv = ["eval", "bon", str(quick_run["out"] / f"seed-{seed}" / "score" / f"{pool}.jsonl.gz"),
+                    "--answer-key", "exact", "--no-vote", "--score", ",".join(columns), "--bootstrap", "20",
+                    "--out", str(tmp_path), "--name", f"{seed}-{pool}"]
+            assert main(argv) == 0
+            cli = json.loads((tmp_path / f"{seed}-{pool}.json").read_text())["metrics"]
+            exact = [k for k in lab["metrics"] if k.startswith(("bon_acc@", "pass@", "first_acc"))]
+            assert len(exact) >= len(columns) * 4
+            for k in exact:
+                assert cli[k]["estimate"] == pytest.approx(lab["metrics"][k]["estimate"], abs=1e-12), (seed, pool, k)
+    capsys.readouterr()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(2400)
+def test_an_interrupted_run_resumes_to_the_same_bytes(quick_run, tmp_path):
+    """Kill a one-seed run while its reward models train; the rerun's outputs equal the uninterrupted run's."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    out = tmp_path / "run"
+    env = {**os.environ, "PRMKIT_CACHE": str(quick_run["out"].parent / "cache")}
+    argv = [sys.executable, "-m", "prmkit", "lab", "run", "--preset", "quick", "--seeds", "0", "--out", str(out),
+            "--quiet"]
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.time() + 600
+    while not list(out.glob("seed-0/.rm-*.part/model/metrics.jsonl")) and time.time() < deadline:
+        time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / "seed-0" / "score").exists(), "the run finished before it could be interrupted"
+    subprocess.run(argv, env=env, check=True, capture_output=True, timeout=1200)
+    done = quick_run["out"] / "seed-0"
+    files = sorted(p.relative_to(done) for p in done.glob("**/*") if p.is_file()
+                   and p.suffix in (".gz", ".safetensors") and "checkpoints" not in p.parts)
+    assert files and any(p.name == "model.safetensors" for p in files)
+    for rel in files:
+        assert (out / "seed-0" / rel).read_bytes() == (done / rel).read_bytes(), rel
 
 
 @pytest.mark.slow
@@ -171,35 +210,68 @@ def test_the_direction_of_every_gap_on_the_quick_seeds(quick_run):
 def test_quick_preset_keeps_the_run_affordable():
     cfg = preset("quick")
     assert cfg.labelled == preset("default").labelled  # the same label budget as default: the gaps mean something
-    assert dataclasses.replace(cfg.rm) == preset("default").rm
+    assert cfg.rm == preset("default").rm
 
 
-@pytest.mark.parametrize("head,features", [("classify", True), ("lm", False)])
-def test_a_tiny_reward_model_trains_and_scores_every_kept_step(tmp_path, head, features):
-    """Tier 2: a 1-layer base and a few steps; PRM and ORM train (weights move) and score with the one formatter."""
-    import torch
+@pytest.fixture(scope="module")
+def tiny_base(tmp_path_factory):
+    """A 1-layer lab base pretrained a few steps by the product's loop (``ensure_base``), in its own cache."""
+    import os
 
+    from prmkit.lab.base import ensure_base
+
+    cache = tmp_path_factory.mktemp("cache")
+    cfg = preset("quick").replace({"pretrain_problems": 8, "base.hidden_size": 32, "base.intermediate_size": 64,
+                                   "base.layers": 1, "base.heads": 2, "base.steps": 3, "base.batch_size": 4,
+                                   "base.warmup": 1})
+    old = os.environ.get("PRMKIT_CACHE")
+    os.environ["PRMKIT_CACHE"] = str(cache)
+    try:
+        folder = ensure_base(cfg, progress=False, log=lambda *a: None)
+    finally:
+        os.environ.pop("PRMKIT_CACHE") if old is None else os.environ.__setitem__("PRMKIT_CACHE", old)
+    return cfg, folder
+
+
+def test_the_base_is_pretrained_by_the_product_loop_and_loads_with_transformers(tiny_base):
+    import transformers
+
+    cfg, folder = tiny_base
+    info = json.loads((folder / "base.json").read_text())
+    card = json.loads((folder / "prmkit_config.json").read_text())
+    assert card["kind"] == "lm" and info["pretrain_solutions"] == 8 * cfg.pretrain_samples
+    assert not (folder / "checkpoints").exists()
+    assert transformers.AutoModelForCausalLM.from_pretrained(folder).config.num_hidden_layers == 1
+
+
+@pytest.mark.parametrize("head,features", [("classify", "surprise:base"), ("lm", "")])
+def test_a_tiny_reward_model_trains_and_scores_every_kept_step(tmp_path, tiny_base, head, features):
+    """Tier 2: PRM and ORM train through prmkit.train (weights move) and score through prmkit.score."""
+    from safetensors.torch import load_file
+
+    from prmkit.io import read_solutions, write_records
     from prmkit.lab import generate_pool, label
-    from prmkit.lab.base import pretrain
-    from prmkit.lab.features import token_features
-    from prmkit.lab.rm import RMConfig, rm_probabilities, train_rm
+    from prmkit.lab.rm import lab_rm, step_probabilities, train_and_score
 
-    cfg = preset("quick")
+    cfg, base = tiny_base
     sols = generate_pool(cfg, 0, "train", problems=8)
-    base = BaseConfig(hidden_size=32, intermediate_size=64, layers=1, heads=2, steps=2, batch_size=4, warmup=1)
-    model, tok, _ = pretrain(sols, base, progress=False)
-    model.save_pretrained(tmp_path / "base")
-    tok.save_pretrained(tmp_path / "base")
-    fmt = lab_format()
-    feats = token_features(model, tok, sols, fmt, progress=False)
-    rm_cfg = RMConfig(head=head, features=features, steps=3, batch_size=4, warmup=1)
+    rm = lab_rm(head=head, features=features, max_steps=3, batch_size=4, warmup_steps=1, progress=False)
     for kind, data in (("prm", label(sols, cfg.labellers, 0)), ("orm", sols)):
-        rm, info = train_rm(kind, data, feats, tmp_path / "base", rm_cfg, 0, fmt, progress=False)
-        moved = [not torch.equal(p, q) for (n, p), q in zip(rm.backbone.named_parameters(), model.parameters())]
-        assert any(moved) and info["data"]["examples"] == len(sols)
-        probs = rm_probabilities(rm, tok, sols[:5], feats, fmt, progress=False)
-        assert [len(p) for p in probs] == [len(s.texts) for s in sols[:5]]
-        assert all(np.allclose(p.sum(axis=1), 1.0) for p in probs)
+        write_records(tmp_path / f"{kind}.jsonl", data)
+        write_records(tmp_path / "pool.jsonl", sols[:5])
+        out = tmp_path / kind
+        train_and_score(out, kind, tmp_path / f"{kind}.jsonl", rm, 0, str(base), {"pool": tmp_path / "pool.jsonl"})
+        before, after = load_file(str(base / "model.safetensors")), load_file(str(out / "model" / "model.safetensors"))
+        assert any(not torch.equal(before[k], after[k]) for k in after if k in before)
+        assert (out / "model" / "feature_adapter.safetensors").exists() == bool(features)
+        scored = list(read_solutions(out / "scored-pool.jsonl.gz"))
+        if kind == "prm":
+            probs = step_probabilities(out / "scored-pool.jsonl.gz")
+            assert [len(p) for p in probs] == [len(s.texts) for s in sols[:5]]
+            assert all(np.allclose(p.sum(axis=1), 1.0) for p in probs)
+            assert all("prm_min" in s.scores for s in scored)
+        else:
+            assert all(0 <= s.scores["orm"] <= 1 for s in scored)
 
 
 def test_evaluate_scored_runs_the_sweep_where_its_columns_exist(tmp_path):

@@ -75,9 +75,9 @@ def test_config_rejects_what_cannot_run():
 
 def test_every_prm_gets_at_least_rm_epochs_passes_over_its_labels():
     cfg = preset("default")  # 300 steps of 32, 8 passes
-    assert [rm_config(cfg, n).rm.steps for n in (0, 500, 1200, 1201, 2000)] == [300, 300, 300, 301, 500]
-    assert rm_config(cfg.replace({"active.rm_epochs": 0}), 2000).rm.steps == 300
-    assert rm_config(cfg.replace({"active.rm_steps": 80}), 200).rm.steps == 80
+    assert [rm_config(cfg, n).rm.max_steps for n in (0, 500, 1200, 1201, 2000)] == [300, 300, 300, 301, 500]
+    assert rm_config(cfg.replace({"active.rm_epochs": 0}), 2000).rm.max_steps == 300
+    assert rm_config(cfg.replace({"active.rm_steps": 80}), 200).rm.max_steps == 80
 
 
 def test_uniform_sets_are_nested_and_per_problem(candidates):
@@ -172,7 +172,7 @@ def test_quick_study_end_to_end(lab_cache, quick_study):
     assert json.loads((out / "summary.json").read_text())["headline"]["factor"] == summary["headline"]["factor"]
     for s in SEEDS:
         for m in ("uniform-1", "uniform-4", "active-1", "active-4", "gen-2"):
-            for name in ("train.jsonl.gz", "chosen.json", "model.pt", "probs-eval.npz"):
+            for name in ("train.jsonl.gz", "chosen.json", "model/model.safetensors", "scored-eval.jsonl.gz"):
                 assert (out / f"seed-{s}" / m / name).is_file(), (s, m, name)
     # what the selection itself does: at every budget and seed, the convincing-wrong-answer sets hold more
     # wrong answers than uniform sets of the same size (measured: 83% against 53% at 1 per problem, 68%

@@ -18,7 +18,6 @@ from prmkit.lab.study.budget import (
     job_data,
     majority_per_problem,
     plot_curve,
-    rm_scores,
     run_study,
     section_html,
     study_config,
@@ -96,16 +95,6 @@ def _sol(pid: str, answer: str | None, grade: str, steps: int = 2) -> Solution:
                                answer=answer, grade=grade)
 
 
-def test_rm_scores_are_the_lab_runs_columns():
-    sols = [_sol("a", "1", "correct"), _sol("a", "2", "incorrect", steps=3), _sol("b", None, "unparseable")]
-    probs = [np.array([[0.9, 0.1], [0.6, 0.4]]), np.array([[0.7, 0.3], [0.8, 0.2], [0.95, 0.05]]), np.zeros((0, 2))]
-    assert rm_scores(sols, probs, "prm", "positive").tolist() == pytest.approx([0.6, 0.7, -math.inf])
-    assert rm_scores(sols, probs, "orm", "positive").tolist() == pytest.approx([0.6, 0.95, -math.inf])
-    short = [np.array([[0.9, 0.1]]), probs[1], probs[2]]  # fewer rows than steps: the ORM has no score
-    assert rm_scores(sols, short, "orm", "positive")[0] == -math.inf
-    assert sols[0].scores == {}  # the records are left untouched
-
-
 def test_majority_per_problem():
     sols = [_sol("a", "1", "correct"), _sol("a", "1", "correct"), _sol("a", "2", "incorrect"),
             _sol("b", "5", "incorrect"), _sol("b", "5", "incorrect"), _sol("b", "3", "correct")]
@@ -132,8 +121,8 @@ def test_config_checks_and_the_rm_steps_override():
         with pytest.raises(ValueError):
             BudgetConfig(**bad)
     cfg = preset("default")
-    assert study_config(cfg).rm.steps == cfg.rm.steps == 300  # rm_steps 0: the lab's reward-model recipe
-    assert study_config(cfg.replace({"budget.rm_steps": 40})).rm.steps == 40
+    assert study_config(cfg).rm.max_steps == cfg.rm.max_steps == 300  # rm_steps 0: the lab's reward-model recipe
+    assert study_config(cfg.replace({"budget.rm_steps": 40})).rm.max_steps == 40
 
 
 @pytest.mark.slow

@@ -94,4 +94,4 @@ def test_study_through_the_cli_updates_the_lab_report(tmp_path, lab_cache, capsy
     assert "Study: the label-budget curve" in (tmp_path / "report.html").read_text()
     assert main(argv) == 0  # a rerun: every job cached
     rerun = capsys.readouterr().out
-    assert all(f"stage {name}: 0 of" in rerun for name in ("data", "base", "features", "rm"))
+    assert all(f"stage {name}: 0 of" in rerun for name in ("data", "base", "rm"))

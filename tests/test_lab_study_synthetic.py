@@ -16,10 +16,11 @@ from prmkit.lab.study.synthetic import (
     flagged_step,
     label_agreement,
     ordering,
-    orm_scores,
     outcome_record,
     process_record,
+    solution_column,
     step_auroc,
+    step_probabilities,
 )
 from prmkit.model.labels import outcome_target, step_targets
 from prmkit.schema import Solution
@@ -85,10 +86,17 @@ def test_first_k_takes_nested_prefixes_of_every_problem():
     assert {s.id for s in first_k(sols, 1)} <= {s.id for s in first_k(sols, 2)}
 
 
-def test_orm_scores_read_the_last_step_and_skip_cut_solutions():
+def test_scores_are_read_from_scored_files_and_missing_ones_rank_last(tmp_path):
+    from prmkit.io import write_records
+
     sols = [sol(2), sol(3), sol(1)]
-    probs = [np.array([[0.2, 0.8], [0.6, 0.4]]), np.array([[0.9, 0.1]]), np.zeros((0, 2))]
-    assert orm_scores(probs, sols).tolist() == [0.6, -np.inf, -np.inf]
+    sols[0].scores["orm"] = 0.6
+    sols[0].steps[0].scores.update(p_pos=0.2, p_neg=0.8)
+    sols[0].steps[1].scores.update(p_pos=0.6, p_neg=0.4)
+    write_records(tmp_path / "scored.jsonl", sols)
+    assert solution_column(tmp_path / "scored.jsonl", "orm").tolist() == [0.6, -np.inf, -np.inf]
+    probs = step_probabilities(tmp_path / "scored.jsonl")
+    assert probs[0].tolist() == [[0.2, 0.8], [0.6, 0.4]] and [len(p) for p in probs[1:]] == [0, 0]
 
 
 def test_a_perfect_large_prm_agrees_with_the_oracle():

@@ -73,10 +73,10 @@ examples:
   prmkit lab run --preset quick                    (small pools: a few minutes)
   prmkit lab run --preset default --seeds 0,1,2    (the issue's targets, checked per seed)
   prmkit lab run --preset full --seeds 0,1,2       (adds the label-budget sweep 500 / 2,000 / 8,000)
-  prmkit lab run --set rm.steps=400 --set rm.features=false --out runs/no-features
+  prmkit lab run --set rm.max_steps=400 --set rm.features= --out runs/no-features
 
 Stages: data (generate, label) -> base (pretrain a tiny LM, cached in $PRMKIT_CACHE or ~/.cache/prmkit)
--> features (the base model's per-token surprise) -> rm (train PRM and ORM, score the pools) -> score
+-> likelihood (the base model's label-free scores) -> rm (prmkit train PRM and ORM, prmkit score the pools) -> score
 -> evaluate (best-of-N, votes, pass@N, CIs, step AUROC) -> report (RUN_DIR/report.html). A rerun skips
 every finished stage whose inputs did not change, so an interrupted run resumes where it stopped.
 """
@@ -169,6 +169,12 @@ def _command(head: str, args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
+def _add_device_flag(p) -> None:
+    p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
+                   help="where models train and score: auto (CUDA when visible, else CPU), cpu or cuda; on CUDA "
+                        "the heavy jobs run one at a time on the GPU, on a CPU in --jobs workers")
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from prmkit.lab.run import run_lab
 
@@ -178,7 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.fresh and os.path.isdir(args.out):
         shutil.rmtree(args.out)
     summary = run_lab(cfg, args.seeds, args.out, jobs=args.jobs, progress=not args.quiet,
-                      command=_command("prmkit lab run", args))
+                      command=_command("prmkit lab run", args), device=args.device)
     for seed in args.seeds:
         h = summary["results"][str(seed)]["eval"]
         n = h["N"]
@@ -277,7 +283,7 @@ def register(subparsers) -> None:
                    help="quick: small pools, a few minutes; default: 300 x 64 held out, 2,000 labelled, ~10 min per "
                         "seed; full: larger pools and a label-budget sweep")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config field, dotted (rm.steps=400, base.steps=600, label_budgets=500,2000, "
+                   help="override a config field, dotted (rm.max_steps=400, base.steps=600, label_budgets=500,2000, "
                         "eval_problems=100); repeatable")
     p.add_argument("--seeds", type=_seeds, default=[0], metavar="S,S,...",
                    help="seeds to run (each its own data, labels and reward models; the base model is shared)")
@@ -287,6 +293,7 @@ def register(subparsers) -> None:
     p.add_argument("--fresh", action="store_true",
                    help="delete RUN_DIR first and rerun every stage (the cached base model is kept)")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_device_flag(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("study", help="the paper's small-scale studies: active learning, synthetic supervision, "

@@ -28,8 +28,8 @@ def register(subparsers) -> None:
     sub = parser.add_subparsers(dest="train_kind", metavar="KIND", required=True)
     for kind, text in (("prm", "a process reward model: one prediction per step"),
                        ("orm", "an outcome reward model: one prediction at the final token"),
-                       ("lm", "a causal LM on the solutions' text by next-token prediction (a base for reward "
-                              "models, or the source of their surprise features)")):
+                       ("lm", ("a causal LM on the solutions' text by next-token prediction (a base for reward "
+                               "models, or the source of their surprise features)"))):
         p = sub.add_parser(kind, help=f"train {text}", formatter_class=HelpFormatter, epilog=EPILOG,
                            description=f"Train {text}.")
         p.add_argument("--recipe", default=None, help="recipe file (YAML or TOML) with settings; flags override it")

@@ -27,12 +27,14 @@ The end-to-end run (``prmkit lab run``; ``docs/lab.md``, "The run")::
 
     from prmkit.lab.run import run_lab
     summary = run_lab(lab.preset("default"), seeds=[0, 1, 2], run_dir="runs/lab-default")
-    # data -> base model (pretrained once, cached by config hash) -> per-token surprise features ->
-    # PRM and ORM from the same base, data and budget -> scored pools -> best-of-N with CIs -> report.html
+    # data -> base model (prmkit train lm, once, cached by config hash) -> PRM and ORM (prmkit train,
+    # the base's surprise as features) from the same base, data and budget -> prmkit score ->
+    # scored pools -> best-of-N with CIs -> report.html
 
-Its parts: :mod:`prmkit.lab.base` (the base model: tokenizer, pretraining, cache), :mod:`prmkit.lab.features`
-(the base model's per-token surprise, the label-free likelihood), :mod:`prmkit.lab.rm` (the reward models),
-:mod:`prmkit.lab.scoring` (scored records, evaluation), :mod:`prmkit.lab.report` (the page).
+Its parts: :mod:`prmkit.lab.base` (the base model: tokenizer, initial weights, pretraining recipe, cache),
+:mod:`prmkit.lab.likelihood` (the label-free baseline), :mod:`prmkit.lab.rm` (the reward models' recipe,
+trained and scored by the product), :mod:`prmkit.lab.scoring` (scored records, evaluation),
+:mod:`prmkit.lab.report` (the page).
 
 Lower level: :func:`make_problems` (``LedgerConfig`` -> ``list[Problem]``), :func:`generate`
 (problems x samples under a :class:`GeneratorConfig`), :func:`parse_problem` (problem text -> :class:`Ledger`).
@@ -63,7 +65,6 @@ from prmkit.lab.generator import GeneratorConfig, generate
 from prmkit.lab.labellers import LabellerConfig, label
 from prmkit.lab.oracle import StepLabel, grade_answer, oracle_label, oracle_labels
 from prmkit.lab.pools import generate_pool
-from prmkit.lab.rm import RMConfig
 from prmkit.lab.stats import format_stats, pool_stats
 
 __all__ = [
@@ -76,7 +77,6 @@ __all__ = [
     "LabellerConfig",
     "Ledger",
     "LedgerConfig",
-    "RMConfig",
     "StepLabel",
     "Txn",
     "config_hash",

@@ -12,7 +12,8 @@ a lab run (PRM and ORM) both start from it, and its own likelihood is the label-
   :func:`lab_format`), so the base model is pretrained on exactly the token layout (problem, steps,
   separators, ``<step>`` markers) that the reward models are trained and scored on.
 - **Model**: a Llama-style transformers model (:func:`prmkit.model.tiny.preset_config`) trained by
-  next-token prediction on the solution tokens (the problem's tokens are context, not targets).
+  next-token prediction on the solution tokens (the problem's tokens are context, not targets), by
+  the product's own loop: ``prmkit train lm`` (:func:`pretrain_config`), resumable from checkpoints.
 - **Cache**: ``$PRMKIT_CACHE`` (default ``~/.cache/prmkit``) ``/lab-base/<key>/``, a plain
   transformers folder plus ``base.json``; ``key`` hashes the base config, the family, the generator
   and the pretraining sizes (:func:`base_key`). It is written to a temporary folder renamed into place,
@@ -30,7 +31,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import os
 import shutil
 import time
@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prmkit.lab.domain import KINDS, config_hash
-from prmkit.model.formatter import FormatConfig, encode_many
+from prmkit.model.formatter import FormatConfig
 
 SPECIAL = ("<pad>", "<s>", "</s>", "<unk>", "<step>")
 WORDS = ("Start", "at", "What", "is", "the", "final", "value", "set", "to", "check", "Answer",
@@ -109,7 +109,7 @@ def _cfg():
 def base_key(base: BaseConfig, cfg) -> str:
     """The cache key of the base model: its config, the problem family, the generator, the pretraining sizes."""
     parts = {"base": config_hash(base), "domain": config_hash(cfg.domain), "generator": config_hash(cfg.generator),
-             "sizes": list(cfg.sizes("pretrain")), "vocab": MAX_NUMBER, "version": 1}
+             "sizes": list(cfg.sizes("pretrain")), "vocab": MAX_NUMBER, "version": 2}
     import hashlib
 
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
@@ -124,33 +124,73 @@ def base_path(cfg) -> Path:
     return cache_dir() / "lab-base" / base_key(cfg.base, cfg)
 
 
-def ensure_base(cfg, progress: bool = True, log=print) -> Path:
-    """The folder of the base model of ``cfg`` (a :class:`~prmkit.lab.config.LabConfig`), pretrained if not cached."""
+def ensure_base(cfg, progress: bool = True, log=print, device: str = "auto") -> Path:
+    """The folder of the base model of ``cfg`` (a :class:`~prmkit.lab.config.LabConfig`), pretrained if not cached.
+
+    Pretraining is ``prmkit train lm`` (:func:`prmkit.train.loop.train`, the product's loop) on the
+    pretrain split from the initial weights of :func:`build_model`. It runs in a ``.part`` folder that
+    keeps its checkpoints, so a killed pretraining resumes where it stopped.
+    """
     folder = base_path(cfg)
     if (folder / "base.json").is_file():
         return folder
+    from prmkit.io import write_records
     from prmkit.lab.pools import generate_pool
+    from prmkit.train.loop import train
 
     start = time.perf_counter()
-    texts = generate_pool(cfg, cfg.base.seed, "pretrain")
-    model, tok, info = pretrain(texts, cfg.base, progress=progress)
-    info.update(key=base_key(cfg.base, cfg), config=dataclasses.asdict(cfg.base), seconds=round(time.perf_counter() - start, 1),
-                pretrain_solutions=len(texts))
-    import transformers
-
-    transformers.utils.logging.disable_progress_bar()
-    tmp = folder.with_name(f".{folder.name}.{os.getpid()}.part")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tok.save_pretrained(tmp)
-    (tmp / "base.json").write_text(json.dumps(info, indent=2) + "\n")
+    tmp = folder.with_name(f".{folder.name}.part")
+    init = tmp / "init"
+    if not (init / "config.json").is_file():
+        texts = generate_pool(cfg, cfg.base.seed, "pretrain")
+        write_records(tmp / "pretrain.jsonl.gz", texts)
+        tok = lab_tokenizer()
+        _quiet_transformers()
+        build_model(cfg.base, tok).save_pretrained(init)
+        tok.save_pretrained(init)
+    metrics = train(pretrain_config(cfg.base, tmp, progress, device))
+    model_dir = tmp / "model"
+    losses = [json.loads(x)["loss"] for x in (model_dir / "metrics.jsonl").read_text().splitlines() if '"loss"' in x]
+    info = {"key": base_key(cfg.base, cfg), "config": dataclasses.asdict(cfg.base),
+            "seconds": round(time.perf_counter() - start, 1), "final_loss": sum(losses[-5:]) / len(losses[-5:]),
+            "pretrain_solutions": count_lines(tmp / "pretrain.jsonl.gz"), **metrics}
+    (model_dir / "base.json").write_text(json.dumps(info, indent=2) + "\n")
+    shutil.rmtree(model_dir / "checkpoints", ignore_errors=True)
     folder.parent.mkdir(parents=True, exist_ok=True)
     try:
-        os.replace(tmp, folder)
+        os.replace(model_dir, folder)
     except OSError:  # another process finished the same base first: keep theirs
-        shutil.rmtree(tmp, ignore_errors=True)
+        pass
+    shutil.rmtree(tmp, ignore_errors=True)
     log(f"base model pretrained in {info['seconds']:.0f} s -> {folder}")
     return folder
+
+
+def pretrain_config(base: BaseConfig, work: Path, progress: bool, device: str = "auto"):
+    """The :class:`~prmkit.train.config.TrainConfig` of the base's pretraining (next-token, ``kind="lm"``)."""
+    from prmkit.train.config import TrainConfig
+
+    fmt = lab_format(base.max_length)
+    return TrainConfig(kind="lm", data=str(work / "pretrain.jsonl.gz"), out=str(work / "model"),
+                       base_model=str(work / "init"), eval_fraction=0.0, separator=fmt.separator, marker=fmt.marker,
+                       problem_suffix=fmt.problem_suffix, max_length=base.max_length, max_steps=base.steps,
+                       batch_size=base.batch_size, lr=base.lr, warmup_steps=base.warmup, scheduler="cosine",
+                       weight_decay=0.01, adam_beta2=0.98, seed=base.seed, save_every=100, log_every=10,
+                       eval_every=0, tensorboard=False, progress=progress, device=device)
+
+
+def count_lines(path: Path) -> int:
+    from prmkit.io import open_text
+
+    with open_text(path) as f:
+        return sum(1 for _ in f)
+
+
+def _quiet_transformers() -> None:
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()  # one bar per stage is enough
+    transformers.utils.logging.set_verbosity_error()  # a new head's "newly initialised" report is expected
 
 
 def build_model(base: BaseConfig, tokenizer):
@@ -191,85 +231,15 @@ def number_features(n: int):
     return np.concatenate([np.cos(v), np.sin(v)], axis=1).astype(np.float32)
 
 
-def lm_examples(solutions, tokenizer, fmt: FormatConfig) -> list[tuple[list[int], int]]:
-    """(token ids, index of the first solution token) of every solution, through the one formatter."""
-    encoded = encode_many(tokenizer, [(s.problem.problem, s.texts) for s in solutions], fmt)
-    return [(enc.input_ids, enc.spans[0][0] if enc.spans else len(enc.input_ids)) for enc in encoded]
-
-
-def lm_batch(examples, pad_id: int):
-    """input_ids, attention_mask and labels (-100 on padding and problem tokens) of a batch."""
-    import torch
-
-    t = max(len(ids) for ids, _ in examples)
-    ids = torch.full((len(examples), t), pad_id, dtype=torch.long)
-    labels = torch.full((len(examples), t), -100, dtype=torch.long)
-    attn = torch.zeros((len(examples), t), dtype=torch.long)
-    for i, (x, first) in enumerate(examples):
-        ids[i, : len(x)] = torch.tensor(x)
-        attn[i, : len(x)] = 1
-        labels[i, first: len(x)] = torch.tensor(x[first:])
-    return ids, attn, labels
-
-
-def pretrain(solutions, base: BaseConfig, progress: bool = True):
-    """Pretrain a base model on the texts of ``solutions`` (labels and grades unused): (model, tokenizer, info)."""
-    import random
-
-    import torch
-    from tqdm.auto import tqdm
-
-    torch.set_num_threads(1)
-    tok = lab_tokenizer()
-    fmt = lab_format(base.max_length)
-    model = build_model(base, tok)
-    data = lm_examples(solutions, tok, fmt)
-    opt = torch.optim.AdamW(model.parameters(), lr=base.lr, weight_decay=0.01, betas=(0.9, 0.98))
-    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / base.warmup) * 0.5 * (
-        1 + math.cos(math.pi * min(s, base.steps) / base.steps)))
-    rng = random.Random(base.seed)
-    order: list[int] = []
-    losses = []
-    model.train()
-    bar = tqdm(range(base.steps), desc="pretrain base", disable=not progress, mininterval=2)
-    for _ in bar:
-        if len(order) < base.batch_size:
-            more = list(range(len(data)))
-            rng.shuffle(more)
-            order += more
-        batch = [data[i] for i in order[: base.batch_size]]
-        del order[: base.batch_size]
-        ids, attn, labels = lm_batch(batch, tok.pad_token_id)
-        loss = model(input_ids=ids, attention_mask=attn, labels=labels).loss
-        optimizer_step(model, loss, opt, sched)
-        losses.append(loss.item())
-        bar.set_postfix(loss=f"{sum(losses[-20:]) / len(losses[-20:]):.3f}", refresh=False)
-    model.eval()
-    tail = losses[-50:]
-    return model, tok, {"final_loss": sum(tail) / len(tail), "parameters": sum(p.numel() for p in model.parameters())}
-
-
-def optimizer_step(model, loss, opt, sched, max_grad_norm: float = 1.0) -> None:
-    """One update of the lab's training loops (base pretraining and the reward models): backward,
-    clip the gradient norm, step the optimiser and the schedule, clear the gradients."""
-    import torch
-
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)
-    opt.step()
-    sched.step()
-    opt.zero_grad(set_to_none=True)
-
-
 def load_base(folder: str | os.PathLike):
-    """(model in eval mode, tokenizer) of a cached base folder."""
+    """(causal LM in eval mode, tokenizer) of a cached base folder."""
     import transformers
 
-    transformers.utils.logging.disable_progress_bar()  # one bar per stage is enough
+    _quiet_transformers()
     tok = transformers.AutoTokenizer.from_pretrained(folder)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder).eval()
     return model, tok
 
 
 __all__ = ["BaseConfig", "base_key", "base_path", "cache_dir", "ensure_base", "lab_format", "lab_tokenizer",
-           "load_base", "pretrain"]
+           "load_base", "pretrain_config"]

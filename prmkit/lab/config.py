@@ -3,7 +3,7 @@
 :class:`LabConfig` is inert (checked on creation, no I/O) and frozen; :func:`preset` returns one of
 :data:`PRESETS`, and :meth:`LabConfig.replace` overrides dotted fields (what ``--set`` on the command
 line does). It holds the sizes of every split, the base model (:class:`~prmkit.lab.base.BaseConfig`), the
-reward models (:class:`~prmkit.lab.rm.RMConfig`) and the evaluation settings of ``prmkit lab run``.
+reward models (a :class:`~prmkit.train.config.TrainConfig`, :func:`~prmkit.lab.rm.lab_rm`) and the evaluation settings of ``prmkit lab run``.
 
 >>> cfg = preset("default")
 >>> cfg.eval_problems, cfg.eval_samples, cfg.train_problems * cfg.train_samples
@@ -23,8 +23,9 @@ from prmkit.lab.base import BaseConfig
 from prmkit.lab.domain import OOD, LedgerConfig, config_hash
 from prmkit.lab.generator import GeneratorConfig
 from prmkit.lab.labellers import LabellerConfig
-from prmkit.lab.rm import RMConfig
+from prmkit.lab.rm import lab_rm
 from prmkit.lab.study.config import ActiveConfig, BudgetConfig, SyntheticConfig
+from prmkit.train.config import TrainConfig
 
 SPLITS = ("eval", "train", "ood", "pretrain")
 """Pools the lab generates: held-out evaluation, solutions to label, the held-out family, and
@@ -63,8 +64,9 @@ class LabConfig:
     """Samples per pretraining problem."""
     base: BaseConfig = field(default_factory=BaseConfig)
     """The base model (the stand-in for a pretrained LM) and its pretraining on the pretrain split."""
-    rm: RMConfig = field(default_factory=RMConfig)
-    """The reward models: architecture and training budget, the same for the PRM and the ORM."""
+    rm: TrainConfig = field(default_factory=lab_rm)
+    """The reward models' training recipe (``prmkit train``'s config; ``base`` names the run's base model),
+    the same for the PRM and the ORM (:func:`prmkit.lab.rm.lab_rm`)."""
     label_budgets: tuple[int, ...] = ()
     """Extra numbers of labelled solutions to train PRM and ORM on (a label-budget sweep; each a prefix
     of the labelled split); the run always trains on all ``train_problems x train_samples``."""

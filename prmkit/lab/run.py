@@ -1,4 +1,8 @@
-"""``prmkit lab run``: generate -> label -> pretrain (cached) -> features -> train PRM and ORM -> score -> evaluate -> report.
+"""``prmkit lab run``: generate -> label -> pretrain (cached) -> train PRM and ORM -> score -> evaluate -> report.
+
+Every model is trained by the product's loop (:func:`prmkit.train.loop.train`: the base by next-token
+prediction, the reward models on labels and grades) and every pool is scored by :func:`prmkit.score.score_file`;
+the scored pools are prmkit JSONL that ``prmkit eval bon`` reads, giving the report's numbers.
 
 Every stage is a set of *jobs*; a job writes its outputs into ``RUN_DIR/seed-S/<job>/`` through a
 temporary folder renamed into place, with a ``done.json`` holding the *key* (a hash of everything its
@@ -12,16 +16,18 @@ stage        jobs (per seed unless said)                            outputs
 data         generate eval, train, ood pools; label train           ``data/*.jsonl.gz``, ``stats.json``
 base         pretrain the base model once for all seeds (cached     ``$PRMKIT_CACHE/lab-base/<key>/``,
              in the cache folder by config hash)                    ``RUN_DIR/base.json``
-features     the base model's per-token surprise, per pool          ``features-<pool>/features.npz``
-rm           train PRM and ORM (per label budget), score the         ``rm-<kind>-<budget>/``: ``model.pt``,
-             eval and ood pools with them                           ``probs-<pool>.npz``
-score        scored pools as prmkit records                         ``score/<pool>.jsonl.gz``
+likelihood   the base model's label-free scores, per pool           ``likelihood-<pool>/<pool>.jsonl.gz``
+rm           ``prmkit train`` PRM and ORM (per label budget) with   ``rm-<kind>-<budget>/``: ``model/``,
+             the base's surprise as features; ``prmkit score``      ``scored-<pool>.jsonl.gz``
+             the eval and ood pools with them
+score        one scored file per pool: every model's scores         ``score/<pool>.jsonl.gz``
 evaluate     best-of-N, votes, pass@N with CIs; step AUROC          ``evaluate/*.json``
 report       every seed: figures, tables, config, wall times       ``RUN_DIR/report.html``
 ===========  =====================================================  ===================================
 
 Heavy jobs run in ``jobs`` worker processes (one torch thread each: two threads fight on a shared
-2-core machine); the main process shows one progress bar per stage.
+2-core machine); the main process shows one progress bar per stage. With ``device`` CUDA, the same
+jobs run one at a time on the GPU.
 """
 
 from __future__ import annotations
@@ -37,12 +43,12 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
-
 from prmkit.lab.config import LabConfig
 from prmkit.lab.domain import config_hash
 
 POOLS = ("eval", "ood")
+RM_VERSION = 2
+"""Part of the reward-model and score job keys: bumped when their outputs change meaning (2: the product path)."""
 KINDS = ("prm", "orm")
 PRM_AGGREGATIONS = ("min", "product", "last", "mean")
 
@@ -82,9 +88,12 @@ def run_job(folder: str, key: str, fn, *args) -> dict:
 
 def _init_worker() -> None:
     import torch
+    import transformers
 
     torch.set_num_threads(1)
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    transformers.utils.logging.disable_progress_bar()  # one bar per stage is enough
+    transformers.utils.logging.set_verbosity_error()  # a new head's "newly initialised" report is expected
 
 
 @dataclass
@@ -155,89 +164,61 @@ def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
     return {"solutions": {k: v["solutions"] for k, v in stats.items()}}
 
 
-def job_base(out: Path, cfg: LabConfig, progress: bool) -> dict:
+def job_base(out: Path, cfg: LabConfig, progress: bool, device: str = "auto") -> dict:
     from prmkit.lab.base import ensure_base
 
-    folder = ensure_base(cfg, progress=progress, log=lambda *a: None)
+    folder = ensure_base(cfg, progress=progress, log=lambda *a: None, device=device)
     info = json.loads((folder / "base.json").read_text())
     (out / "base.json").write_text(json.dumps({**info, "path": str(folder)}, indent=2) + "\n")
     return {"path": str(folder), "pretrain_seconds": info.get("seconds"), "final_loss": info.get("final_loss")}
 
 
-def job_features(out: Path, base_dir: str, pool_file: str, max_length: int, progress: bool) -> dict:
-    from prmkit.io import read_solutions
-    from prmkit.lab.base import lab_format, load_base
-    from prmkit.lab.features import token_features
+def job_likelihood(out: Path, base_dir: str, pool_file: str, max_length: int, device: str = "cpu") -> dict:
+    """The pool's records with the base model's label-free scores (:mod:`prmkit.lab.likelihood`)."""
+    from prmkit.lab.base import lab_format
+    from prmkit.lab.likelihood import write_label_free
 
     _init_worker()
-    model, tok = load_base(base_dir)
-    sols = list(read_solutions(pool_file))
-    feats = token_features(model, tok, sols, lab_format(max_length), progress=progress,
-                           desc=f"features {Path(pool_file).name}")
-    feats.save(out / "features.npz")
-    return {"solutions": len(sols), "tokens": int(feats.offsets[-1])}
+    n = write_label_free(out / Path(pool_file).name, pool_file, base_dir, lab_format(max_length), device)
+    return {"solutions": n}
 
 
 def job_rm(out: Path, kind: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-           feat_dirs: dict, progress: bool, pools: tuple[str, ...] = POOLS) -> dict:
+           progress: bool, pools: tuple[str, ...] = POOLS, device: str = "auto") -> dict:
     """Train one reward model on the first ``budget`` labelled solutions, then score ``pools`` with it."""
-    from prmkit.io import read_solutions
+    from prmkit.io import read_solutions, write_records
+    from prmkit.lab.rm import train_and_score
 
+    _init_worker()
     name = "labelled" if kind == "prm" else "train"
-    sols = list(read_solutions(Path(data_dir) / f"{name}.jsonl.gz"))[:budget]
-    targets = {p: (str(Path(data_dir) / f"{p}.jsonl.gz"), feat_dirs[p]) for p in pools}
-    info = train_and_score(out, kind, sols, feat_dirs["train"], cfg, seed, base_dir, targets, progress,
-                           desc=f"train {kind} ({budget} labels, seed {seed})")
+    write_records(out / "train.jsonl.gz", list(read_solutions(Path(data_dir) / f"{name}.jsonl.gz"))[:budget])
+    targets = {p: str(Path(data_dir) / f"{p}.jsonl.gz") for p in pools}
+    info = train_and_score(out, kind, out / "train.jsonl.gz", cfg.rm, seed, base_dir, targets,
+                           score_name(kind, budget, cfg), progress, device)
     return {**info, "budget": budget}
 
 
-def train_and_score(out: Path, kind: str, sols: list, train_features: str, cfg: LabConfig, seed: int, base_dir: str,
-                    pools: dict[str, tuple[str, str]], progress: bool, desc: str = "") -> dict:
-    """Train a ``kind`` reward model on ``sols`` and save it in ``out`` (``model.pt``, ``rm.json``); score
-    each pool (name -> (solutions file, features folder)) into ``out/probs-<name>.npz``."""
-    from prmkit.io import read_solutions
-    from prmkit.lab.base import lab_format, load_base
-    from prmkit.lab.features import Features
-    from prmkit.lab.rm import rm_probabilities, save_rm, train_rm
-
-    _init_worker()
-    fmt = lab_format(cfg.base.max_length)
-    start = time.perf_counter()
-    model, info = train_rm(kind, sols, Features.load(Path(train_features) / "features.npz"), base_dir, cfg.rm,
-                           seed, fmt, progress=progress, desc=desc)
-    save_rm(out, model, info, cfg.rm)
-    train_seconds = time.perf_counter() - start
-    tok = load_base(base_dir)[1]
-    for name, (pool_file, feat_dir) in pools.items():
-        pool_sols = list(read_solutions(pool_file))
-        feats = Features.load(Path(feat_dir) / "features.npz")
-        probs = rm_probabilities(model, tok, pool_sols, feats, fmt, progress=progress, desc=f"score {name} ({kind})")
-        save_probs(out / f"probs-{name}.npz", probs)
-    return {"final_loss": info["final_loss"], "examples": info["data"]["examples"],
-            "train_seconds": round(train_seconds, 1), "score_seconds": round(time.perf_counter() - start - train_seconds, 1)}
+def score_name(kind: str, budget: int, cfg: LabConfig) -> str:
+    """The score name of a reward model: ``prm`` / ``orm`` at the run's full label budget, else ``prmB`` / ``ormB``."""
+    return kind if budget == cfg.labelled else f"{kind}{budget}"
 
 
-def save_probs(path: Path, probs: list[np.ndarray]) -> None:
-    offsets = np.concatenate([[0], np.cumsum([len(p) for p in probs])]).astype(np.int64)
-    values = np.concatenate([p.reshape(-1, 2) for p in probs]) if probs else np.zeros((0, 2))
-    np.savez(path, values=values.astype(np.float64), offsets=offsets)
+def solution_score_name(kind: str, budget: int, cfg: LabConfig) -> str:
+    """The solution score the lab ranks by: ``<name>_min`` for a PRM (:data:`prmkit.lab.study.core.AGGREGATION`),
+    ``<name>`` for an ORM."""
+    name = score_name(kind, budget, cfg)
+    return f"{name}_min" if kind == "prm" else name
 
 
-def load_probs(path: Path) -> list[np.ndarray]:
-    with np.load(path) as d:
-        values, offsets = d["values"], d["offsets"]
-    return [values[offsets[i]:offsets[i + 1]] for i in range(len(offsets) - 1)]
-
-
-def job_score(out: Path, cfg: LabConfig, base_dir: str, data_dir: str, feat_dirs: dict, rm_dirs: dict) -> dict:
-    """Scored eval and ood pools as prmkit records (see :mod:`prmkit.lab.scoring`)."""
-    from prmkit.lab.scoring import write_scored
+def job_score(out: Path, likelihood_dirs: dict, rm_dirs: dict) -> dict:
+    """Scored eval and ood pools: the label-free scores and every reward model's, in one file per pool."""
+    from prmkit.lab.scoring import merge_scored
 
     counts = {}
     for pool in POOLS:
-        probs = {name: Path(d) / f"probs-{pool}.npz" for name, d in rm_dirs.items()}
-        counts[pool] = write_scored(out / f"{pool}.jsonl.gz", cfg, base_dir, Path(data_dir) / f"{pool}.jsonl.gz",
-                                    Path(feat_dirs[pool]) / "features.npz", {k: p for k, p in probs.items() if p.exists()})
+        scored = [Path(d) / f"scored-{pool}.jsonl.gz" for d in rm_dirs.values()]
+        counts[pool] = merge_scored(out / f"{pool}.jsonl.gz", Path(likelihood_dirs[pool]) / f"{pool}.jsonl.gz",
+                                    sorted(p for p in scored if p.exists()))
     return {"solutions": counts}
 
 
@@ -260,8 +241,15 @@ def budgets(cfg: LabConfig) -> list[int]:
 
 
 def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: int = 2, progress: bool = True,
-            command: str = "", log=print) -> dict:
-    """Run every stage for every seed into ``run_dir``; return the summary (also ``summary.json``)."""
+            command: str = "", log=print, device: str = "auto") -> dict:
+    """Run every stage for every seed into ``run_dir``; return the summary (also ``summary.json``).
+
+    ``device``: where training and scoring run (auto: CUDA when visible). On CUDA the heavy stages run
+    one job at a time in this process (one GPU, no worker processes); on a CPU, ``jobs`` workers."""
+    from prmkit.train.loop import uses_cuda
+
+    if uses_cuda(device):
+        jobs = 1
     _init_worker()  # this process runs the single-job stages (the base model's pretraining among them)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -276,31 +264,31 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
         from prmkit.lab.base import base_key
 
         bkey = base_key(cfg.base, cfg)
-        base_info = runner.stage("base", [(str(run_dir / "base"), bkey, job_base, cfg, progress)])[0]  # in this process
+        base_info = runner.stage("base", [(str(run_dir / "base"), bkey, job_base, cfg, progress, device)])[0]
         base_dir = base_info["path"]
         inner = progress and jobs == 1
-        fcalls, fdirs = [], {s: {} for s in seeds}
+        lcalls, ldirs = [], {s: {} for s in seeds}
         for s in seeds:
-            for pool in ("train", *POOLS):
-                folder = sd[s] / f"features-{pool}"
-                fdirs[s][pool] = str(folder)
-                fcalls.append((str(folder), key_of(data_key[s], bkey, pool, cfg.base.max_length), job_features,
-                               base_dir, str(sd[s] / "data" / f"{pool}.jsonl.gz"), cfg.base.max_length, inner))
-        runner.stage("features", fcalls)
+            for pool in POOLS:
+                ldirs[s][pool] = str(sd[s] / f"likelihood-{pool}")
+                lcalls.append((ldirs[s][pool], key_of(data_key[s], bkey, pool, cfg.base.max_length), job_likelihood,
+                               base_dir, str(sd[s] / "data" / f"{pool}.jsonl.gz"), cfg.base.max_length,
+                               "cuda" if uses_cuda(device) else "cpu"))
+        runner.stage("likelihood", lcalls)
         rcalls, rdirs = [], {s: {} for s in seeds}
         for s in seeds:
             for budget in budgets(cfg)[::-1]:
                 for kind in KINDS:
                     folder = sd[s] / f"rm-{kind}-{budget}"
                     rdirs[s][f"{kind}@{budget}"] = str(folder)
-                    key = key_of(data_key[s], bkey, cfg.rm, kind, budget, cfg.base.max_length)
+                    key = key_of(data_key[s], bkey, cfg.rm, kind, budget, cfg.labelled, RM_VERSION)
                     pools = POOLS if budget == cfg.labelled else ("eval",)  # the sweep is about held-out problems
                     rcalls.append((str(folder), key, job_rm, kind, budget, cfg, s, base_dir, str(sd[s] / "data"),
-                                   fdirs[s], inner, pools))
+                                   inner, pools, device))
         runner.stage("rm", rcalls)
         rm_keys = {s: [json.loads((Path(d) / "done.json").read_text())["key"] for d in rdirs[s].values()] for s in seeds}
-        runner.stage("score", [(str(sd[s] / "score"), key_of(rm_keys[s], data_key[s], bkey, cfg.labelled, 2),
-                                job_score, cfg, base_dir, str(sd[s] / "data"), fdirs[s], rdirs[s]) for s in seeds])
+        runner.stage("score", [(str(sd[s] / "score"), key_of(rm_keys[s], data_key[s], bkey, RM_VERSION),
+                                job_score, ldirs[s], rdirs[s]) for s in seeds])
         score_keys = {s: json.loads((sd[s] / "score" / "done.json").read_text())["key"] for s in seeds}
         runner.stage("evaluate", [(str(sd[s] / "evaluate"),
                                    key_of(score_keys[s], cfg.vote_target_se, cfg.bootstrap, 2),
@@ -319,4 +307,4 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     return summary
 
 
-__all__ = ["budgets", "config_hash", "key_of", "run_job", "run_lab", "train_and_score"]
+__all__ = ["budgets", "config_hash", "key_of", "run_job", "run_lab"]

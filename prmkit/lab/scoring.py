@@ -1,13 +1,15 @@
 """Scored lab pools as prmkit records, and every number the lab reports on them.
 
-:func:`write_scored` puts every score of a pool into its records, under the names prmkit uses elsewhere:
+:func:`merge_scored` puts every score of a pool into its records (each model's own file, written by
+``prmkit score``, plus the label-free scores), under the names prmkit uses elsewhere:
 
 - PRM (the run's full label budget): ``Step.scores`` ``p_pos``, ``p_neg``, ``p_correct``; solution
   scores ``prm_min``, ``prm_product``, ``prm_last``, ``prm_mean`` (:mod:`prmkit.evaluate.aggregate`);
 - ORM: ``orm``, P(correct) at the last step's end;
 - label-free, from the base model alone: ``likelihood_mean`` (mean token log-probability of the
   solution's steps), ``likelihood_min`` (its least likely token), and per step ``base_logp_min``;
-- the label-budget sweep (budget ``B``): ``prmB_min``, ``prmB_product``, ``ormB``.
+- the label-budget sweep (budget ``B``): ``prmB_min``, ``prmB_product`` (and the other aggregations),
+  ``ormB``.
 
 :func:`evaluate_scored` reads such a file back with :func:`prmkit.evaluate.pool.load_pool` and runs
 :func:`prmkit.evaluate.curves.evaluate_pool` (exact best-of-N and pass@N, Monte-Carlo majority and
@@ -17,64 +19,31 @@ weighted votes, bootstrap CIs), plus the step-level AUROC of the PRM against the
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from prmkit.evaluate.aggregate import aggregate
-from prmkit.model.labels import step_scores
+from prmkit.lab.likelihood import LABEL_FREE
 
 PRM_AGGREGATIONS = ("min", "product", "last", "mean")
-LABEL_FREE = ("likelihood_mean", "likelihood_min")
 VOTED = ("prm_min", "prm_product", "orm")
 """Columns whose reward-weighted vote is estimated (Monte Carlo); the others get best-of-N only."""
 
 
-def annotate(sol, name: str, probs: np.ndarray, neutral: str, with_steps: bool) -> None:
-    """Write one reward model's scores of one solution in place (see the module docstring for names)."""
-    taken = [s for s in sol.steps if s.taken is not None]
-    p = [step_scores(list(row), neutral)["p_correct"] for row in probs]
-    if name.startswith("orm"):
-        if len(probs) == len(taken) and p:
-            sol.scores[name] = p[-1]
-        return
-    if with_steps:
-        for step, row in zip(taken, probs):
-            step.scores.update(step_scores(list(row), neutral))
-    for how in PRM_AGGREGATIONS if with_steps else ("min", "product"):
-        if p:
-            sol.scores[f"{name}_{how}"] = aggregate(p, how)
-
-
-def write_scored(out: Path, cfg, base_dir, pool_file, features_file, probs_files: dict) -> int:
-    """Write the scored records of one pool; ``probs_files`` maps ``"prm@2000"`` etc. to probability files."""
-    import transformers
-
+def merge_scored(out: Path, base_file, scored_files: list) -> int:
+    """Write ``base_file``'s records (the pool with its label-free scores) into ``out`` with every solution
+    and step score of ``scored_files`` (each the same records, scored by one model: ``prmkit score``)."""
     from prmkit.io import read_solutions, write_records
-    from prmkit.lab.base import lab_format
-    from prmkit.lab.features import Features, likelihood_scores
-    from prmkit.lab.run import load_probs
 
-    tok = transformers.AutoTokenizer.from_pretrained(base_dir)
-    fmt = lab_format(cfg.base.max_length)
-    sols = list(read_solutions(pool_file))
-    feats = Features.load(features_file)
-    from prmkit.model.formatter import encode_many
-
-    encoded = encode_many(tok, [(sol.problem.problem, sol.texts) for sol in sols], fmt)
-    for sol, enc in zip(sols, encoded, strict=True):
-        d = likelihood_scores(feats.of(sol.id)[:, 0], enc.spans)
-        sol.scores.update({k: d[k] for k in LABEL_FREE if not math.isnan(d[k])})
-        for step, v in zip([s for s in sol.steps if s.taken is not None], d["step_min"]):
-            step.scores["base_logp_min"] = v
-    for name, path in sorted(probs_files.items()):
-        kind, budget = name.split("@")
-        main = int(budget) == cfg.labelled
-        column = kind if main else f"{kind}{budget}"
-        for sol, probs in zip(sols, load_probs(path)):
-            annotate(sol, column, probs, cfg.rm.neutral, with_steps=main and kind == "prm")
+    sols = list(read_solutions(base_file))
+    for path in scored_files:
+        for sol, other in zip(sols, read_solutions(path), strict=True):
+            if sol.id != other.id:
+                raise ValueError(f"{path}: record {other.id!r} where {base_file} has {sol.id!r}")
+            sol.scores.update(other.scores)
+            for step, scored in zip(sol.steps, other.steps, strict=True):
+                step.scores.update(scored.scores)
     return write_records(out, sols)
 
 
@@ -170,5 +139,4 @@ def sweep_rows(result: dict, labelled: int) -> list[dict]:
     return [{"labelled": b, **rows[b], "majority": maj} for b in sorted(rows)]
 
 
-__all__ = ["LABEL_FREE", "PRM_AGGREGATIONS", "annotate", "evaluate_scored", "headline", "step_auroc", "sweep_rows",
-           "write_scored"]
+__all__ = ["LABEL_FREE", "PRM_AGGREGATIONS", "evaluate_scored", "headline", "merge_scored", "step_auroc", "sweep_rows"]

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
-import types
 import typing
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from prmkit.config import read_recipe, resolve  # noqa: F401  (the one parser; re-exported for the CLI)
 from prmkit.evaluate.aggregate import AGGREGATIONS
 from prmkit.model.labels import LABEL_SOURCES, NEUTRAL_POLICIES, SUPERVISION, check_policy
 from prmkit.model.spec import HEADS
@@ -145,66 +143,21 @@ class TrainConfig:
         return dataclasses.asdict(self)
 
 
-# --- one parser for defaults < recipe < flags --------------------------------------------------------
-
-def _base_type(tp):
-    if isinstance(tp, str):
-        tp = eval(tp, vars(typing) | {"list": list, "int": int, "float": float, "str": str, "bool": bool})
-    if isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union:
-        tp = next(a for a in typing.get_args(tp) if a is not type(None))
-    return typing.get_origin(tp) or tp
-
-
-def _parse_bool(text: str) -> bool:
-    if text.lower() in ("1", "true", "yes", "on"):
-        return True
-    if text.lower() in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
-
-
-def _parse_list(text: str) -> list:
-    return [x for x in text.split(",")] if text else []
-
+# --- flags from the fields; recipes and flags through prmkit.config's one parser ----------------------
 
 def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
     """One ``--flag`` per field of ``cls`` (``max_steps`` -> ``--max-steps``), default suppressed so that
-    only flags given on the command line override the recipe."""
+    only flags given on the command line override the recipe. Values stay text: :func:`resolve`
+    converts them as it converts a recipe's (:func:`prmkit.config.convert`)."""
+    from prmkit.config import field_type
+
     for f in dataclasses.fields(cls):
         if f.name in skip:
             continue
-        tp = _base_type(f.type)
-        conv = {bool: _parse_bool, list: _parse_list}.get(tp, tp)
+        tp = typing.get_origin(field_type(cls, f)) or field_type(cls, f)
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         shown = ",".join(default) if isinstance(default, list) else "unset" if default is None else repr(default)
         kw = {"choices": f.metadata["choices"]} if "choices" in f.metadata else {}
         meta = {bool: "true|false", list: "A,B"}.get(tp, f.name.upper())
-        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, type=conv, default=argparse.SUPPRESS,
+        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=argparse.SUPPRESS,
                             metavar=meta, help=f"{f.metadata['help']} (default: {shown})", **kw)
-
-
-def read_recipe(path: str | Path) -> dict:
-    """A recipe file's keys (YAML ``.yaml``/``.yml``, TOML ``.toml``, or JSON)."""
-    path = Path(path)
-    text = path.read_text()
-    if path.suffix == ".toml":
-        import tomllib
-        data = tomllib.loads(text)
-    elif path.suffix in (".yaml", ".yml"):
-        import yaml
-        data = yaml.safe_load(text) or {}
-    else:
-        data = json.loads(text)
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: a recipe is a mapping of field names to values")  # noqa: TRY004
-    return data
-
-
-def resolve(cls, recipe: dict | None = None, flags: dict | None = None):
-    """``cls(**defaults | recipe | flags)``, rejecting keys that are not fields (usually typos)."""
-    known = {f.name for f in dataclasses.fields(cls)}
-    merged = {**(recipe or {}), **(flags or {})}
-    unknown = sorted(set(merged) - known)
-    if unknown:
-        raise ValueError(f"unknown setting(s) {', '.join(unknown)} for {cls.__name__}")
-    return cls(**merged)

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from prmkit.model.formatter import FormatConfig, TruncationReport, encode_many
 from prmkit.model.labels import outcome_target, soft_target, step_targets
 
-
 IGNORE = -100
 """The token target of a position that is not trained (transformers' convention)."""
 

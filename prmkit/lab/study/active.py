@@ -25,7 +25,7 @@ seeds and problems. Two views of the active arm's labels:
 *strict* counts the selector's ``budgets[0]`` labels per problem too (it cannot select without them),
 *paper* counts only the selected set (the paper's plots). ``count_selector`` picks the headline.
 
-Job folders (``RUN_DIR/study-active/seed-S/``): ``data``, ``features-{candidates,eval}``,
+Job folders (``RUN_DIR/study-active/seed-S/``): ``data``,
 ``uniform-<k>`` (``uniform-<budgets[0]>`` is the selector and generation 1), ``active-<k>``,
 ``gen-<g>`` (g >= 2); each model folder keeps its training set (``train.jsonl.gz``), what it chose
 (``chosen.json``), the model and its scores. A rerun skips every finished job.
@@ -41,16 +41,18 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import Runner, _init_worker, job_base, job_features, key_of
+from prmkit.lab.run import RM_VERSION, Runner, _init_worker, job_base, key_of
 from prmkit.lab.study.core import (
+    AGGREGATION,
     bon_per_problem,
     grouped,
     if_changed,
-    load_probs,
     log_fit,
     mean_ci,
     slope_ratio,
+    solution_column,
     solution_scores,
+    step_probabilities,
     study_dir,
     with_rm_steps,
     write_json,
@@ -209,31 +211,31 @@ def eval_metrics(pool: list, probs: list[np.ndarray], truth_file: Path, n: int) 
     return bon, auroc(np.concatenate(scores), np.concatenate(labels))
 
 
-def job_model(out: Path, cfg, seed: int, base_dir: str, data_dir: str, feat_dirs: dict, plan: list,
-              score_candidates: bool, progress: bool) -> dict:
+def job_model(out: Path, cfg, seed: int, base_dir: str, data_dir: str, plan: list, score_candidates: bool,
+              progress: bool, device: str = "auto") -> dict:
     """Choose a plan's training set, train a PRM on its labels, score the held-out pool (and, for a
     selector, every candidate), and evaluate it."""
     from prmkit.io import read_solutions, write_records
-    from prmkit.lab.run import train_and_score
+    from prmkit.lab.rm import train_and_score
 
     _init_worker()
     a, data = cfg.active, Path(data_dir)
     cands = list(read_solutions(data / "candidates.jsonl.gz"))
     labelled = list(read_solutions(data / "labelled.jsonl.gz"))
-    scores = {d: solution_scores(load_probs(Path(d) / "probs-candidates.npz")) for _, _, d, _ in plan if d}
+    scores = {d: solution_column(Path(d) / "scored-candidates.jsonl.gz", f"prm_{AGGREGATION}")
+              for _, _, d, _ in plan if d}
     batches, used = choose(cands, [tuple(b) for b in plan], scores, seed, a.wrong_share, a.wrong_grades)
     train = [labelled[i] for i in used]
     write_records(out / "train.jsonl.gz", train)
     ids = [[cands[i].id for i in b] for b in batches]
     (out / "chosen.json").write_text(json.dumps({"batches": ids}) + "\n")
-    pools = {"eval": (str(data / "eval.jsonl.gz"), feat_dirs["eval"])}
+    pools = {"eval": str(data / "eval.jsonl.gz")}
     if score_candidates:
-        pools["candidates"] = (str(data / "candidates.jsonl.gz"), feat_dirs["candidates"])
-    name = out.name.lstrip(".").removesuffix(".part")
-    info = train_and_score(out, "prm", train, feat_dirs["candidates"], rm_config(cfg, len(train)), seed, base_dir, pools,
-                           progress, desc=f"train {name} ({len(train)} labels, seed {seed})")
+        pools["candidates"] = str(data / "candidates.jsonl.gz")
+    info = train_and_score(out, "prm", out / "train.jsonl.gz", rm_config(cfg, len(train)).rm, seed, base_dir, pools,
+                           "prm", progress, device)
     pool = list(read_solutions(data / "eval.jsonl.gz"))
-    bon, step_auroc = eval_metrics(pool, load_probs(out / "probs-eval.npz"), data / "eval-truth.npz", a.n)
+    bon, step_auroc = eval_metrics(pool, step_probabilities(out / "scored-eval.jsonl.gz"), data / "eval-truth.npz", a.n)
     np.save(out / "bon.npy", bon)
     return {**info, "labels": len(train), "bon": float(bon.mean()), "step_auroc": step_auroc,
             "set": set_stats([cands[i] for i in used], train),
@@ -243,7 +245,7 @@ def job_model(out: Path, cfg, seed: int, base_dir: str, data_dir: str, feat_dirs
 # --- the study -------------------------------------------------------------------------------------
 
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
-              log=print) -> dict:
+              log=print, device: str = "auto") -> dict:
     """Run the active-learning study for ``seeds`` into ``RUN_DIR/study-active/``; return its summary."""
     from prmkit.lab.base import base_key
 
@@ -258,12 +260,8 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                           a.candidates, a.eval_problems, a.eval_samples, s) for s in seeds}
         runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s) for s in seeds])
         bkey = base_key(cfg.base, cfg)
-        base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress)])[0]["path"]
+        base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
         inner = progress and jobs == 1
-        fdirs = {s: {p: str(sd[s] / f"features-{p}") for p in ("candidates", "eval")} for s in seeds}
-        runner.stage("features", [(fdirs[s][p], key_of(dkey[s], bkey, p, cfg.base.max_length), job_features,
-                                   base_dir, str(sd[s] / "data" / f"{p}.jsonl.gz"), cfg.base.max_length, inner)
-                                  for s in seeds for p in ("candidates", "eval")])
         models = model_plans(a)
         rcfg = rm_config(cfg)
         for depth in range(max(m["depth"] for m in models) + 1):
@@ -276,9 +274,9 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                     selects = any(st == "active" for st, *_ in m["plan"])
                     grades = if_changed(a.wrong_grades, WRONG_GRADES) if selects else ()
                     key = key_of(dkey[s], bkey, rcfg.rm, a.n, a.wrong_share, *grades, a.rm_epochs, keyed,
-                                 m["score_candidates"], cfg.base.max_length, VERSION)
+                                 m["score_candidates"], cfg.base.max_length, VERSION, RM_VERSION)
                     calls.append((str(sd[s] / m["name"]), key, job_model, cfg, s, base_dir, str(sd[s] / "data"),
-                                  fdirs[s], plan, m["score_candidates"], inner))
+                                  plan, m["score_candidates"], inner, device))
             runner.stage(_STAGES[depth] if depth < len(_STAGES) else f"generation {depth + 1}", calls)
     finally:
         runner.close()
@@ -296,14 +294,14 @@ _STAGES = ("uniform (selector, generation 1)", "active, generation 2")
 
 def rm_config(cfg, labels: int = 0):
     """``cfg`` with the reward-model steps of a PRM trained on ``labels`` solutions: ``active.rm_steps``
-    (0 keeps ``rm.steps``), raised to ``active.rm_epochs`` passes over the set.
+    (0 keeps ``rm.max_steps``), raised to ``active.rm_epochs`` passes over the set.
 
     >>> from prmkit.lab.config import preset
-    >>> [rm_config(preset("default"), n).rm.steps for n in (500, 1000, 2000)]
+    >>> [rm_config(preset("default"), n).rm.max_steps for n in (500, 1000, 2000)]
     [300, 300, 500]
     """
     cfg = with_rm_steps(cfg, cfg.active.rm_steps)
-    return with_rm_steps(cfg, max(cfg.rm.steps, math.ceil(cfg.active.rm_epochs * labels / cfg.rm.batch_size)))
+    return with_rm_steps(cfg, max(cfg.rm.max_steps, math.ceil(cfg.active.rm_epochs * labels / cfg.rm.batch_size)))
 
 
 def _done_key(folder: str) -> str:
@@ -348,7 +346,7 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
     head_factor = factors[head]["factor"]
     rm = rm_config(cfg).rm
     return {"study": NAME, "seeds": list(seeds), "config": dataclasses.asdict(a), "n": a.n,
-            "rm_steps": rm.steps, "rm_batch_size": rm.batch_size, "rm_epochs": a.rm_epochs,
+            "rm_steps": rm.max_steps, "rm_batch_size": rm.batch_size, "rm_epochs": a.rm_epochs,
             "headline": {"view": head, **{k: factors[head][k] for k in ("factor", "ci95", "per_seed")},
                          "target": 2.0, "point_estimate_met": bool(np.isfinite(head_factor) and head_factor >= 2.0),
                          "conclusive": bool(factors[head]["ci95"][0] >= 2.0),

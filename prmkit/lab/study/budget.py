@@ -17,7 +17,7 @@ horizontal reading, :func:`equivalent_labels`: how many labels the ORM's fitted 
 the PRM's fitted accuracy at each budget, and that number over the budget.
 
 Stages (jobs of :class:`prmkit.lab.run.Runner`, resumable): data, base (the cached lab base model),
-features, rm (one job per seed x budget x kind); then the statistics, figure and pages in this
+rm (one job per seed x budget x kind: ``prmkit train``, then ``prmkit score`` of the held-out pool); then the statistics, figure and pages in this
 process. Outputs: ``RUN_DIR/study-budget/`` (``summary.json``, ``section.html``, ``report.html``,
 ``figures/budget.png``, ``seed-S/`` job folders).
 """
@@ -143,23 +143,11 @@ def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
 
 
 def study_config(cfg: LabConfig) -> LabConfig:
-    """``cfg`` with ``rm.steps`` set to ``budget.rm_steps`` (when not 0): what every reward model trains with."""
+    """``cfg`` with ``rm.max_steps`` set to ``budget.rm_steps`` (when not 0): what every reward model trains with."""
     return with_rm_steps(cfg, cfg.budget.rm_steps)
 
 
 # --- evaluation --------------------------------------------------------------------------------------------
-
-def rm_scores(solutions, probs: list[np.ndarray], kind: str, neutral: str) -> np.ndarray:
-    """One score per solution, the lab run's: ``prm_min`` for a PRM, ``orm`` for an ORM; -inf when absent."""
-    from prmkit.lab.scoring import annotate
-
-    out = np.full(len(solutions), -np.inf)
-    for i, (sol, p) in enumerate(zip(solutions, probs)):
-        scratch = dataclasses.replace(sol, scores={})
-        annotate(scratch, kind, p, neutral, with_steps=False)
-        out[i] = scratch.scores.get("prm_min" if kind == "prm" else "orm", -np.inf)
-    return out
-
 
 def majority_per_problem(solutions, n: int, target_se: float, seed: int) -> np.ndarray:
     """Majority voting accuracy at ``n`` of every problem (in :func:`grouped` order), Monte Carlo."""
@@ -175,12 +163,16 @@ def majority_per_problem(solutions, n: int, target_se: float, seed: int) -> np.n
 def seed_accuracy(cfg: LabConfig, seed_dir: Path, seed: int) -> dict[str, np.ndarray]:
     """``{"prm": [budgets, problems], "orm": ..., "majority": ...}`` best-of-N accuracies of one seed."""
     from prmkit.io import read_solutions
-    from prmkit.lab.run import load_probs
+    from prmkit.lab.rm import solution_column
+    from prmkit.lab.run import solution_score_name
 
     sols = list(read_solutions(seed_dir / "data" / "eval.jsonl.gz"))
     n, budgets = cfg.budget.n, cfg.budget.budgets
-    acc = {k: np.stack([bon_per_problem(sols, rm_scores(sols, load_probs(seed_dir / f"rm-{k}-{b}" / "probs-eval.npz"),
-                                                        k, cfg.rm.neutral), n) for b in budgets]) for k in KINDS}
+
+    def scores(k: str, b: int) -> np.ndarray:
+        return solution_column(seed_dir / f"rm-{k}-{b}" / "scored-eval.jsonl.gz", solution_score_name(k, b, cfg))
+
+    acc = {k: np.stack([bon_per_problem(sols, scores(k, b), n) for b in budgets]) for k in KINDS}
     maj = majority_per_problem(sols, n, cfg.vote_target_se, seed)
     acc["majority"] = np.tile(maj, (len(budgets), 1))
     return acc
@@ -189,10 +181,10 @@ def seed_accuracy(cfg: LabConfig, seed_dir: Path, seed: int) -> dict[str, np.nda
 # --- the pipeline ------------------------------------------------------------------------------------------
 
 def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
-              log=print) -> dict:
+              log=print, device: str = "auto") -> dict:
     """Run the label-budget study for ``seeds`` into ``RUN_DIR/study-budget``; return its summary."""
     from prmkit.lab.base import base_key
-    from prmkit.lab.run import Runner, _init_worker, job_base, job_features, job_rm, key_of
+    from prmkit.lab.run import RM_VERSION, Runner, _init_worker, job_base, job_rm, key_of
 
     _init_worker()
     cfg = study_config(cfg)
@@ -208,14 +200,11 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
                           b.eval_problems, b.eval_samples, s, NAME, 1) for s in seeds}
         runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s) for s in seeds])
         bkey = base_key(cfg.base, cfg)
-        base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress)])[0]["path"]
+        base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
         inner = progress and jobs == 1
-        fdirs = {s: {p: str(sd[s] / f"features-{p}") for p in ("train", "eval")} for s in seeds}
-        runner.stage("features", [(fdirs[s][p], key_of(dkey[s], bkey, p, cfg.base.max_length), job_features, base_dir,
-                                   str(sd[s] / "data" / f"{p}.jsonl.gz"), cfg.base.max_length, inner)
-                                  for s in seeds for p in ("train", "eval")])
-        runner.stage("rm", [(str(sd[s] / f"rm-{k}-{budget}"), key_of(dkey[s], bkey, cfg.rm, k, budget, cfg.base.max_length),
-                             job_rm, k, budget, cfg, s, base_dir, str(sd[s] / "data"), fdirs[s], inner, ("eval",))
+        runner.stage("rm", [(str(sd[s] / f"rm-{k}-{budget}"), key_of(dkey[s], bkey, cfg.rm, k, budget, cfg.labelled,
+                                                                     RM_VERSION),
+                             job_rm, k, budget, cfg, s, base_dir, str(sd[s] / "data"), inner, ("eval",), device)
                             for s in seeds for budget in b.budgets[::-1] for k in KINDS])
     finally:
         runner.close()
@@ -223,7 +212,7 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
     per_seed = {s: seed_accuracy(cfg, sd[s], s) for s in seeds}
     acc = {k: np.stack([per_seed[s][k] for s in seeds]) for k in (*KINDS, "majority")}
     summary = {"study": NAME, "preset": cfg.name, "seeds": list(seeds), "command": command, "n": b.n,
-               "budgets": list(b.budgets), "settings": dataclasses.asdict(b), "rm_steps": cfg.rm.steps, "rm_batch_size": cfg.rm.batch_size,
+               "budgets": list(b.budgets), "settings": dataclasses.asdict(b), "rm_steps": cfg.rm.max_steps, "rm_batch_size": cfg.rm.batch_size,
                "eval": f"{b.eval_problems} problems x {b.eval_samples} samples per seed",
                **curve_stats(list(b.budgets), acc, cfg.bootstrap, 0)}
     summary["per_seed"] = {str(s): {k: [float(x) for x in per_seed[s][k].mean(axis=1)] for k in per_seed[s]}
@@ -379,7 +368,6 @@ __all__ = [
     "job_data",
     "majority_per_problem",
     "plot_curve",
-    "rm_scores",
     "run_study",
     "section_html",
     "seed_accuracy",

@@ -33,7 +33,7 @@ class BudgetConfig:
     eval_problems: int = field(default=200, metadata={"help": "held-out problems per seed for best-of-N"})
     eval_samples: int = field(default=16, metadata={"help": "samples per held-out problem"})
     rm_steps: int = field(default=0, metadata={
-        "help": "optimiser steps of every reward model (0: rm.steps, the lab's 300); the same for both kinds and "
+        "help": "optimiser steps of every reward model (0: rm.max_steps, the lab's 300); the same for both kinds and "
                 "all budgets"})
 
     def __post_init__(self):
@@ -45,7 +45,7 @@ class BudgetConfig:
         if self.n < 1:
             raise ValueError(f"budget.n must be at least 1, got {self.n}")
         if self.rm_steps < 0:
-            raise ValueError(f"budget.rm_steps must be 0 (rm.steps) or positive, got {self.rm_steps}")
+            raise ValueError(f"budget.rm_steps must be 0 (rm.max_steps) or positive, got {self.rm_steps}")
 
     @classmethod
     def quick(cls) -> BudgetConfig:
@@ -85,7 +85,7 @@ class ActiveConfig:
         "help": "generations of label, retrain, re-score, select (cumulative labels per problem: "
                 "budgets[:generations]; 0: one per budget)"})
     rm_steps: int = field(default=0, metadata={
-        "help": "optimiser steps of every reward model of the study (0: rm.steps, 300); the same for every arm. "
+        "help": "optimiser steps of every reward model of the study (0: rm.max_steps, 300); the same for every arm. "
                 "Fewer is unstable: at 80 steps some PRMs never learn to use the surprise features (step AUROC "
                 "0.57-0.96 on one set), and the lab's PRMs at 300 steps did so between steps 75 and 225"})
     rm_epochs: float = field(default=8.0, metadata={
@@ -147,11 +147,11 @@ class SyntheticConfig:
     eval_problems: int = field(default=200, metadata={"help": "held-out problems per seed for best-of-N"})
     eval_samples: int = field(default=16, metadata={"help": "samples per held-out problem"})
     rm_steps: int = field(default=100, metadata={
-        "help": "optimiser steps of every small reward model (0: rm.steps); the same for all methods and budgets"})
+        "help": "optimiser steps of every small reward model (0: rm.max_steps); the same for all methods and budgets"})
     large_problems: int = field(default=2000, metadata={"help": "problems whose samples the large PRM learns from"})
     large_samples: int = field(default=4, metadata={
         "help": "samples per large-PRM problem, each rated by the simulated labellers (phase 2)"})
-    large_steps: int = field(default=600, metadata={"help": "optimiser steps of the large PRM (0: rm.steps)"})
+    large_steps: int = field(default=600, metadata={"help": "optimiser steps of the large PRM (0: rm.max_steps)"})
     large_seed: int = field(default=1000, metadata={
         "help": "seed of the large PRM's problems, labels and initialisation (must not be a run seed)"})
     teacher: str = field(default="prm", metadata={
@@ -171,7 +171,7 @@ class SyntheticConfig:
         if self.teacher not in ("prm", "oracle"):
             raise ValueError(f"synthetic.teacher must be prm or oracle, got {self.teacher!r}")
         if min(self.rm_steps, self.large_steps) < 0:
-            raise ValueError("synthetic.rm_steps and synthetic.large_steps must be 0 (rm.steps) or positive")
+            raise ValueError("synthetic.rm_steps and synthetic.large_steps must be 0 (rm.max_steps) or positive")
 
     @classmethod
     def quick(cls) -> SyntheticConfig:

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import POOLS, load_probs, run_job, save_probs  # noqa: F401  (re-exported for the studies)
+from prmkit.lab.rm import solution_column, step_probabilities
+from prmkit.lab.run import POOLS, run_job  # noqa: F401  (re-exported for the studies)
 
 AGGREGATION = "min"
 """The solution score every study ranks by: the lab's PRM score chosen before any run (``docs/lab.md``)."""
@@ -37,22 +38,9 @@ def solution_scores(probs: list[np.ndarray], how: str = AGGREGATION) -> np.ndarr
     return np.array([aggregate(p[:, 0], how) if len(p) else -np.inf for p in probs], dtype=float)
 
 
-def orm_scores(probs: list[np.ndarray], solutions) -> np.ndarray:
-    """An ORM's score of every solution: P(correct) at the last step's end; -inf when the end was not read
-    (no steps, or cut by truncation), as the lab run leaves such a solution unscored.
-
-    >>> from prmkit.schema import Solution
-    >>> sols = [Solution.from_steps("q", ["a", "b"]), Solution.from_steps("q", ["a", "b"])]
-    >>> orm_scores([np.array([[0.9, 0.1], [0.3, 0.7]]), np.array([[0.9, 0.1]])], sols).tolist()
-    [0.3, -inf]
-    """
-    return np.array([p[-1, 0] if len(p) and len(p) == len(s.texts) else -np.inf for p, s in zip(probs, solutions)],
-                    dtype=float)
-
-
 def with_rm_steps(cfg, steps: int):
-    """``cfg`` whose reward models train ``steps`` optimiser steps; 0 keeps ``cfg.rm.steps`` (a study's override)."""
-    return cfg.replace({"rm.steps": steps}) if steps else cfg
+    """``cfg`` whose reward models train ``steps`` optimiser steps; 0 keeps ``cfg.rm.max_steps`` (a study's override)."""
+    return cfg.replace({"rm.max_steps": steps}) if steps else cfg
 
 
 def if_changed(value, default) -> tuple:
@@ -162,20 +150,20 @@ def mean_ci(per_seed_problem, n_boot: int = 2000, seed: int = 0) -> dict:
 
 # --- jobs ---------------------------------------------------------------------------------------------
 
-def job_train_score(out: Path, kind: str, train_file: str, train_features: str, cfg, seed: int, base_dir: str,
-                    pools: dict, progress: bool = False) -> dict:
-    """Train a lab reward model on every solution of ``train_file``; score ``pools`` (name -> (file, features)).
+def job_train_score(out: Path, kind: str, train_file: str, cfg, seed: int, base_dir: str, pools: dict,
+                    progress: bool = False, device: str = "auto") -> dict:
+    """Train a lab reward model on every solution of ``train_file``; score ``pools`` (name -> file).
 
     ``kind`` is ``prm`` (step ratings) or ``orm`` (the outcome each record carries, else its grade:
-    :func:`prmkit.train.data.build_examples`'s ``outcome_source="auto"``). Writes ``model.pt``,
-    ``rm.json`` and ``probs-<name>.npz``.
+    :func:`prmkit.train.data.build_examples`'s ``outcome_source="auto"``). Writes ``model/`` and
+    ``scored-<name>.jsonl.gz`` (:func:`prmkit.lab.rm.train_and_score`): read them back with
+    :func:`step_probabilities` and :func:`solution_column`.
     """
-    from prmkit.io import read_solutions
-    from prmkit.lab.run import train_and_score
+    from prmkit.lab.rm import train_and_score
+    from prmkit.lab.run import _init_worker
 
-    sols = list(read_solutions(train_file))
-    return train_and_score(out, kind, sols, train_features, cfg, seed, base_dir, pools, progress,
-                           desc=f"train {kind} ({len(sols)} labels, seed {seed})")
+    _init_worker()
+    return train_and_score(out, kind, train_file, cfg.rm, seed, base_dir, pools, kind, progress, device)
 
 
 def study_dir(run_dir, name: str) -> Path:
@@ -218,9 +206,10 @@ __all__ = [
     "job_train_score",
     "log_fit",
     "mean_ci",
-    "orm_scores",
     "slope_ratio",
+    "solution_column",
     "solution_scores",
+    "step_probabilities",
     "study_dir",
     "with_rm_steps",
     "write_json",

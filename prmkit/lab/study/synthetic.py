@@ -19,8 +19,8 @@ problems (:func:`~prmkit.lab.study.core.mean_ci`); the paper's ordering is proce
 answer checking at every budget. The large PRM's own step AUROC against the oracle, its best-of-``n``,
 and how its labels agree with the oracle's are reported beside them.
 
-Outputs in ``RUN_DIR/study-synthetic/``: ``large/`` (data, features and the large PRM, shared by all
-seeds), ``seed-S/`` (``data``, ``features-{fresh,eval}``, ``label`` (the large PRM's scores and the
+Outputs in ``RUN_DIR/study-synthetic/``: ``large/`` (data and the large PRM, shared by all
+seeds), ``seed-S/`` (``data``, ``label`` (the large PRM's scores and the
 labelled files), ``rm-<method>-<k>``), ``summary.json``, ``section.html``, ``report.html``, ``figures/``.
 Every job is resumable (:func:`prmkit.lab.run.run_job`).
 """
@@ -34,17 +34,16 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import Runner, _init_worker, job_base, job_features, key_of
+from prmkit.lab.run import RM_VERSION, Runner, _init_worker, job_base, key_of
 from prmkit.lab.study.core import (
     bon_per_problem,
     grouped,
     if_changed,
     job_train_score,
-    load_probs,
     mean_ci,
-    orm_scores,
-    save_probs,
+    solution_column,
     solution_scores,
+    step_probabilities,
     study_dir,
     with_rm_steps,
     write_json,
@@ -241,24 +240,24 @@ def job_pools(out: Path, cfg, seed: int) -> dict:
     return {"fresh": len(fresh), "eval": len(held)}
 
 
-def job_label(out: Path, cfg, large_cfg, base_dir: str, large_dir: str, data_dir: str, feat_dirs: dict,
-              progress: bool) -> dict:
-    """Score the fresh and held-out pools with the large PRM; write the three labelled sets at every budget."""
+def job_label(out: Path, cfg, large_dir: str, data_dir: str, progress: bool, device: str = "auto") -> dict:
+    """Score the fresh and held-out pools with the large PRM (``prmkit score``); write the three labelled
+    sets at every budget."""
     from prmkit.io import read_solutions, write_records
-    from prmkit.lab.base import lab_format
-    from prmkit.lab.features import Features
-    from prmkit.lab.rm import load_rm, rm_probabilities
+    from prmkit.score import ScoreConfig, Scorer, score_file
+    from prmkit.train.loop import uses_cuda
 
     _init_worker()
     sc = cfg.synthetic
-    model, tok = load_rm(large_dir, base_dir, large_cfg.rm)
-    fmt = lab_format(cfg.base.max_length)
+    model_dir = Path(large_dir) / "model"
+    scorer = Scorer(model_dir, device="cuda" if uses_cuda(device) else "cpu")
+    score_cfg = ScoreConfig(batch_size=64, progress=progress, resume=False, device=device)
     probs, sols = {}, {}
     for pool in ("fresh", "eval"):
         sols[pool] = list(read_solutions(Path(data_dir) / f"{pool}.jsonl.gz"))
-        feats = Features.load(Path(feat_dirs[pool]) / "features.npz")
-        probs[pool] = rm_probabilities(model, tok, sols[pool], feats, fmt, progress=progress, desc=f"large PRM: {pool}")
-        save_probs(out / f"probs-{pool}.npz", probs[pool])
+        score_file(model_dir, Path(data_dir) / f"{pool}.jsonl.gz", out / f"scored-{pool}.jsonl.gz",
+                   score_cfg, scorer)
+        probs[pool] = step_probabilities(out / f"scored-{pool}.jsonl.gz")
     fresh = sols["fresh"]
     teacher = probs["fresh"] if sc.teacher == "prm" else [oracle_probabilities(s) for s in fresh]
     p_neg = {s.id: p[:, 1] for s, p in zip(fresh, teacher)}
@@ -283,7 +282,7 @@ def study_configs(cfg):
 
 
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
-              log=print) -> dict:
+              log=print, device: str = "auto") -> dict:
     """Run the synthetic-supervision study for ``seeds`` into ``RUN_DIR/study-synthetic/``; return the summary."""
     sc = cfg.synthetic
     if sc.large_seed in seeds:
@@ -307,31 +306,24 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         from prmkit.lab.base import base_key
 
         bkey = base_key(cfg.base, cfg)
-        base_dir = runner.stage("base", [(str(root / "base"), bkey, job_base, cfg, progress)])[0]["path"]
+        base_dir = runner.stage("base", [(str(root / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
         ml = cfg.base.max_length
-        fdirs = {s: {p: str(sd[s] / f"features-{p}") for p in ("fresh", "eval")} for s in seeds}
-        runner.stage("large features", [(str(large / "features"), key_of(large_key, bkey, ml), job_features, base_dir,
-                                         str(large / "data" / "train.jsonl.gz"), ml, inner)])
-        prm_key = key_of(large_key, bkey, large_cfg.rm, ml, VERSION)
-        # the large PRM trains while the other workers compute the seeds' features: one stage
-        runner.stage("large PRM, features", [
-            (str(large / "prm"), prm_key, job_train_score, "prm", str(large / "data" / "labelled.jsonl.gz"),
-             str(large / "features"), large_cfg, sc.large_seed, base_dir, {}, inner),
-            *((fdirs[s][p], key_of(pool_key[s], bkey, p, ml), job_features, base_dir,
-               str(sd[s] / "data" / f"{p}.jsonl.gz"), ml, inner) for s in seeds for p in ("fresh", "eval"))])
+        prm_key = key_of(large_key, bkey, large_cfg.rm, ml, VERSION, RM_VERSION)
+        runner.stage("large PRM", [(str(large / "prm"), prm_key, job_train_score, "prm",
+                                    str(large / "data" / "labelled.jsonl.gz"), large_cfg, sc.large_seed, base_dir, {},
+                                    inner, device)])
         teacher = if_changed(sc.teacher, "prm")
         label_key = {s: key_of(prm_key, pool_key[s], sc.threshold, sc.per_problem, *teacher, VERSION) for s in seeds}
-        runner.stage("label", [(str(sd[s] / "label"), label_key[s], job_label, cfg, large_cfg, base_dir,
-                                str(large / "prm"), str(sd[s] / "data"), fdirs[s], inner) for s in seeds])
+        runner.stage("label", [(str(sd[s] / "label"), label_key[s], job_label, cfg, str(large / "prm"),
+                                str(sd[s] / "data"), inner, device) for s in seeds])
         rcalls = []
         for k in sorted(sc.per_problem, reverse=True):  # the largest sets first: they finish last otherwise
             for s in seeds:
                 for m in METHODS:
                     key = key_of(label_key[s], m, k, small_cfg.rm, ml, VERSION)
                     rcalls.append((str(sd[s] / f"rm-{m}-{k}"), key, job_train_score, KIND[m],
-                                   str(sd[s] / "label" / f"{m}-{k}.jsonl.gz"), fdirs[s]["fresh"], small_cfg, s,
-                                   base_dir, {"eval": (str(sd[s] / "data" / "eval.jsonl.gz"), fdirs[s]["eval"])},
-                                   inner))
+                                   str(sd[s] / "label" / f"{m}-{k}.jsonl.gz"), small_cfg, s, base_dir,
+                                   {"eval": str(sd[s] / "data" / "eval.jsonl.gz")}, inner, device))
         runner.stage("small RMs", rcalls)
     finally:
         runner.close()
@@ -354,15 +346,16 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
     large_acc, first, per_seed = [], [], {}
     for s in seeds:
         sols = list(read_solutions(root / f"seed-{s}" / "data" / "eval.jsonl.gz"))
-        large_probs = load_probs(root / f"seed-{s}" / "label" / "probs-eval.npz")
+        large_probs = step_probabilities(root / f"seed-{s}" / "label" / "scored-eval.jsonl.gz")
         large_acc.append(bon_per_problem(sols, solution_scores(large_probs), sc.n))
         first.append(np.array([np.mean([sols[i].grade == "correct" for i in g]) for g in grouped(sols)]))
         stats = json.loads((root / f"seed-{s}" / "label" / "stats.json").read_text())
         per_seed[str(s)] = {"large_prm": {**stats, f"bon@{sc.n}": float(large_acc[-1].mean())}, "accuracy": {}}
         for m in METHODS:
             for k in sc.per_problem:
-                probs = load_probs(root / f"seed-{s}" / f"rm-{m}-{k}" / "probs-eval.npz")
-                scores = solution_scores(probs) if KIND[m] == "prm" else orm_scores(probs, sols)
+                scored = root / f"seed-{s}" / f"rm-{m}-{k}" / "scored-eval.jsonl.gz"
+                scores = solution_scores(step_probabilities(scored)) if KIND[m] == "prm" else solution_column(scored,
+                                                                                                              "orm")
                 acc = bon_per_problem(sols, scores, sc.n)
                 per_problem[m][k].append(acc)
                 per_seed[str(s)]["accuracy"][f"{m}@{k}"] = float(acc.mean())
@@ -371,12 +364,12 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
              for a, b in DIFFERENCES}
     large_stats = json.loads((root / "large" / "prm" / "done.json").read_text())
     return {"study": "synthetic", "preset": cfg.name, "seeds": seeds, "n": sc.n, "config": dataclasses.asdict(sc),
-            "rm_steps": study_configs(cfg)[0].rm.steps,
+            "rm_steps": study_configs(cfg)[0].rm.max_steps,
             "labels": {str(k): sc.problems * k for k in sc.per_problem},
             "accuracy": {m: {str(k): v for k, v in acc[m].items()} for m in METHODS},
             "differences": {d: {str(k): v for k, v in diffs[d].items()} for d in diffs},
             "ordering": {str(k): v for k, v in ordering(acc, diffs).items()},
-            "large_prm": {"labels": sc.large_problems * sc.large_samples, "steps": study_configs(cfg)[1].rm.steps,
+            "large_prm": {"labels": sc.large_problems * sc.large_samples, "steps": study_configs(cfg)[1].rm.max_steps,
                           "final_loss": large_stats.get("final_loss"), f"bon@{sc.n}": mean_ci(np.stack(large_acc)),
                           "step_auroc_eval": [per_seed[str(s)]["large_prm"]["step_auroc_eval"] for s in seeds]},
             "first_sample": mean_ci(np.stack(first)), "per_seed": per_seed,
@@ -516,7 +509,6 @@ __all__ = [
     "flagged_step",
     "label_agreement",
     "ordering",
-    "orm_scores",
     "outcome_record",
     "process_record",
     "run_study",

@@ -141,8 +141,11 @@ def convert(tp, value, key: str = "value"):
     origin = typing.get_origin(tp) or tp
     if origin in (list, tuple):
         items = value.replace(",", " ").split() if isinstance(value, str) else list(value)
-        inner = [a for a in typing.get_args(tp) if a is not Ellipsis]
-        items = [convert(inner[0], v, key) if inner else v for v in items]
+        args = typing.get_args(tp)
+        if args and Ellipsis not in args and origin is tuple:  # fixed length: one type per position
+            items = [convert(a, v, key) for a, v in zip(args, items, strict=True)]
+        elif args:
+            items = [convert(args[0], v, key) for v in items]
         return tuple(items) if origin is tuple else items
     if origin is bool:
         if isinstance(value, bool):

@@ -50,3 +50,24 @@ def test_help_reference_is_current():
 def test_entry_point_runs():
     out = subprocess.run([sys.executable, "-m", "prmkit", "--help"], capture_output=True, text=True, check=True)
     assert "data" in out.stdout and "examples:" in out.stdout
+
+
+def test_every_group_lists_all_of_its_commands_in_the_top_level_help():
+    from prmkit.cli import subcommands
+
+    top = build_parser()
+    text = top.format_help()
+    groups = [(n, p) for n, p in COMMANDS if n.count(" ") == 1 and subcommands(p)]
+    assert {n for n, _ in groups} >= {"prmkit lab", "prmkit train", "prmkit data", "prmkit label", "prmkit eval"}
+    for name, parser in groups:
+        assert f"[{'|'.join(subcommands(parser))}]" in " ".join(text.split()), name
+    assert "run" in subcommands(dict(COMMANDS)["prmkit lab"]) and "study" in subcommands(dict(COMMANDS)["prmkit lab"])
+
+
+@pytest.mark.parametrize("name, parser", COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_one_spelling_for_each_switch(name, parser):
+    """Progress is --progress / --no-progress everywhere, worker processes --workers: never --quiet or --jobs."""
+    flags = {o for a in parser._actions for o in a.option_strings}
+    assert not flags & {"--quiet", "--jobs", "-q", "-j"}, name
+    if "--progress" in flags:
+        assert "--no-progress" in flags, name

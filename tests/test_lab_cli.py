@@ -44,7 +44,7 @@ def test_same_seed_same_bytes_through_the_cli(tmp_path):
 
 
 @pytest.mark.parametrize("argv,message", [
-    (["lab", "stats", "--preset", "quick", "--set", "generator.nope=1"], "unknown config field"),
+    (["lab", "stats", "--preset", "quick", "--set", "generator.nope=1"], "unknown setting"),
     (["lab", "stats", "--preset", "quick", "--set", "generator.check_rate"], "KEY=VALUE"),
     (["lab", "stats", "--preset", "quick", "--set", "generator.check_rate=2"], "probability"),
     (["lab", "stats", "--preset", "quick", "--set", "generator=1"], "is a group"),

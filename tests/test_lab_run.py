@@ -93,7 +93,7 @@ def quick_run(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("PRMKIT_CACHE", str(root / "cache"))
     out = root / "run"
-    argv = ["lab", "run", "--preset", "quick", "--seeds", ",".join(map(str, SEEDS)), "--out", str(out), "--quiet"]
+    argv = ["lab", "run", "--preset", "quick", "--seeds", ",".join(map(str, SEEDS)), "--out", str(out), "--no-progress"]
     import contextlib
     import io
 
@@ -175,7 +175,7 @@ def test_an_interrupted_run_resumes_to_the_same_bytes(quick_run, tmp_path):
     out = tmp_path / "run"
     env = {**os.environ, "PRMKIT_CACHE": str(quick_run["out"].parent / "cache")}
     argv = [sys.executable, "-m", "prmkit", "lab", "run", "--preset", "quick", "--seeds", "0", "--out", str(out),
-            "--quiet"]
+            "--no-progress"]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.time() + 600

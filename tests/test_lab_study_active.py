@@ -24,7 +24,7 @@ from prmkit.lab.study.active import (
     take_uniform,
     uniform_orders,
 )
-from prmkit.lab.study.config import ActiveConfig
+from prmkit.lab.study.config import ActiveConfig, study_preset
 from prmkit.lab.study.core import grouped, slope_ratio
 from prmkit.select import WRONG_GRADES
 
@@ -64,17 +64,17 @@ def test_config_rejects_what_cannot_run():
     with pytest.raises(ValueError, match="two positive"):
         ActiveConfig(budgets=(2,))
     assert ActiveConfig(budgets=(4, 1, 2)).budgets == (1, 2, 4)
-    cfg = preset("default").replace({"active.budgets": "1,2"}).active
+    cfg = study_preset("active", "default").replace({"active.budgets": "1,2"}).active
     assert cfg.budgets == (1, 2) and cfg.n_generations == 2  # 0 generations: one per budget
     with pytest.raises(ValueError, match="wrong_grades must be one or more of incorrect, unparseable"):
-        preset("default").replace({"active.wrong_grades": "correct"})
-    assert preset("default").replace({"active.wrong_grades": "incorrect"}).active.wrong_grades == ("incorrect",)
+        study_preset("active", "default").replace({"active.wrong_grades": "correct"})
+    assert study_preset("active", "default").replace({"active.wrong_grades": "incorrect"}).active.wrong_grades == ("incorrect",)
     with pytest.raises(ValueError, match="rm_epochs"):
         ActiveConfig(rm_epochs=-1)
 
 
 def test_every_prm_gets_at_least_rm_epochs_passes_over_its_labels():
-    cfg = preset("default")  # 300 steps of 32, 8 passes
+    cfg = study_preset("active", "default")  # 300 steps of 32, 8 passes
     assert [rm_config(cfg, n).rm.max_steps for n in (0, 500, 1200, 1201, 2000)] == [300, 300, 300, 301, 500]
     assert rm_config(cfg.replace({"active.rm_epochs": 0}), 2000).rm.max_steps == 300
     assert rm_config(cfg.replace({"active.rm_steps": 80}), 200).rm.max_steps == 80
@@ -162,7 +162,7 @@ def quick_study(tmp_path_factory):
 def test_quick_study_end_to_end(lab_cache, quick_study):
     from prmkit.lab.study.active import run_study
 
-    cfg = preset("quick")
+    cfg = study_preset("active", "quick")
     summary = run_study(cfg, SEEDS, quick_study, jobs=2, progress=False, log=lambda *a: None)
     out = quick_study / "study-active"
     for name in ("summary.json", "section.html", "report.html", "figures/active-vs-uniform.png",

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prmkit.lab import preset
 from prmkit.lab.study.budget import (
     curve_stats,
     equivalence,
@@ -22,7 +21,7 @@ from prmkit.lab.study.budget import (
     section_html,
     study_config,
 )
-from prmkit.lab.study.config import BudgetConfig
+from prmkit.lab.study.config import BudgetConfig, study_preset
 from prmkit.schema import Problem, Solution
 
 LABELS = [250, 500, 1000, 2000]
@@ -104,7 +103,7 @@ def test_majority_per_problem():
 def test_job_data_nests_every_budget_in_one_shuffled_labelled_pool(tmp_path):
     from prmkit.io import read_solutions
 
-    cfg = preset("quick").replace({"budget.n": 4, "budget.budgets": "6,10", "budget.eval_problems": 3,
+    cfg = study_preset("budget", "quick").replace({"budget.n": 4, "budget.budgets": "6,10", "budget.eval_problems": 3,
                                    "budget.eval_samples": 4})
     info = job_data(tmp_path, cfg, 0)
     train = list(read_solutions(tmp_path / "train.jsonl.gz"))
@@ -120,7 +119,7 @@ def test_config_checks_and_the_rm_steps_override():
     for bad in ({"budgets": (5,)}, {"budgets": (0, 5)}, {"n": 0}, {"rm_steps": -1}, {"eval_problems": 0}):
         with pytest.raises(ValueError):
             BudgetConfig(**bad)
-    cfg = preset("default")
+    cfg = study_preset("budget", "default")
     assert study_config(cfg).rm.max_steps == cfg.rm.max_steps == 300  # rm_steps 0: the lab's reward-model recipe
     assert study_config(cfg.replace({"budget.rm_steps": 40})).rm.max_steps == 40
 
@@ -130,7 +129,7 @@ def test_config_checks_and_the_rm_steps_override():
 def test_quick_study_prm_rises_with_labels_and_leads_the_orm(tmp_path, lab_cache):
     """The quick preset (250 and 4,000 labels, the lab's 300 steps), seed 0: PRM accuracy rises with labels
     and starts ahead of the ORM. One seed keeps it near 4 minutes (four reward models of ~100 s each)."""
-    cfg = preset("quick")
+    cfg = study_preset("budget", "quick")
     lines = []
     summary = run_study(cfg, [0], tmp_path, jobs=2, progress=False, log=lines.append)
     out = tmp_path / "study-budget"

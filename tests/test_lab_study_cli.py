@@ -12,6 +12,7 @@ from prmkit.cli import build_parser, main
 from prmkit.io import write_records
 from prmkit.lab import generate_pool, preset
 from prmkit.lab.report import config_from_dict, refresh_lab_report, study_sections, write_lab_report
+from prmkit.lab.study.config import study_preset
 
 TINY = ["--set", "budget.n=4", "--set", "budget.budgets=40,80", "--set", "budget.eval_problems=6",
         "--set", "budget.eval_samples=4", "--set", "budget.rm_steps=3"]
@@ -45,8 +46,9 @@ def fake_lab_run(run_dir, seeds=(0,)) -> None:
 
 def test_config_round_trips_through_config_json():
     for name in ("quick", "default", "full"):
-        cfg = preset(name).replace({"budget.rm_steps": 7, "domain.steps": "5,9"})
-        assert config_from_dict(json.loads(json.dumps(dataclasses.asdict(cfg), default=str))) == cfg
+        cfg = study_preset("budget", name).replace({"budget.rm_steps": 7, "domain.steps": "5,9"})
+        like = study_preset("budget", "default")
+        assert config_from_dict(json.loads(json.dumps(dataclasses.asdict(cfg), default=str)), like) == cfg
 
 
 def test_study_sections_appear_in_the_rerendered_lab_report(tmp_path):
@@ -69,7 +71,7 @@ def test_study_command_flags_and_examples():
     for action in study._actions:
         assert action.help, action.dest
     args = build_parser().parse_args(["lab", "study", "budget"])
-    assert (args.study, args.preset, args.seeds, args.out, args.jobs, args.progress) == \
+    assert (args.study, args.preset, args.seeds, args.out, args.workers, args.progress) == \
         ("budget", "default", [0, 1, 2], None, 2, True)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["lab", "study", "nope"])

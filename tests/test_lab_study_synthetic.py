@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from prmkit.lab.study.config import SyntheticConfig
+from prmkit.lab.study.config import SyntheticConfig, study_preset
 from prmkit.lab.study.synthetic import (
     answer_record,
     first_k,
@@ -142,33 +142,30 @@ def test_ordering_per_budget():
 
 
 def test_config_validates_and_overrides():
-    from prmkit.lab.config import preset
 
     assert SyntheticConfig(per_problem=(4, 1, 1)).per_problem == (1, 4)
     for bad in ({"threshold": 0.0}, {"per_problem": (0, 2)}, {"n": 0}, {"problems": 0}, {"rm_steps": -1},
                 {"teacher": "human"}):
         with pytest.raises(ValueError):
             SyntheticConfig(**bad)
-    cfg = preset("default").replace({"synthetic.per_problem": "1,2", "synthetic.threshold": "0.5"})
+    cfg = study_preset("synthetic", "default").replace({"synthetic.per_problem": "1,2", "synthetic.threshold": "0.5"})
     assert cfg.synthetic.per_problem == (1, 2) and cfg.synthetic.threshold == 0.5
 
 
 def test_a_run_seed_may_not_be_the_large_prms_seed(tmp_path):
-    from prmkit.lab.config import preset
     from prmkit.lab.study.synthetic import run_study
 
-    cfg = preset("quick")
+    cfg = study_preset("synthetic", "quick")
     with pytest.raises(ValueError, match="large_seed"):
         run_study(cfg, [0, cfg.synthetic.large_seed], tmp_path, progress=False)
 
 
 @pytest.mark.slow
 def test_quick_study_end_to_end(tmp_path, lab_cache):
-    from prmkit.lab.config import preset
     from prmkit.lab.study.synthetic import run_study
 
     # two seeds and one budget keep the test near 4 minutes on 2 quiet cores (the large PRM alone is ~100 s)
-    cfg = preset("quick").replace({"synthetic.per_problem": "1"})
+    cfg = study_preset("synthetic", "quick").replace({"synthetic.per_problem": "1"})
     seeds = [0, 1]
     summary = run_study(cfg, seeds, tmp_path, jobs=2, progress=False, log=lambda *a: None)
     root = tmp_path / "study-synthetic"

@@ -50,7 +50,25 @@ def build_parser() -> argparse.ArgumentParser:
     for module_name, _ in GROUPS:
         module = importlib.import_module(f"prmkit.cli.{module_name}")
         module.register(subparsers)
+    _list_commands(subparsers)
     return parser
+
+
+def subcommands(parser: argparse.ArgumentParser) -> list[str]:
+    """The names of a parser's subcommands, in the order they were added (none for a leaf command)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return list(action.choices)
+    return []
+
+
+def _list_commands(subparsers) -> None:
+    """End each group's one-line help in ``prmkit --help`` with all of its commands, so none is left out
+    by a help text written before the command was added."""
+    for pseudo in subparsers._choices_actions:
+        names = subcommands(subparsers.choices[pseudo.dest])
+        if names:
+            pseudo.help = f"{pseudo.help} [{'|'.join(names)}]"
 
 
 def main(argv: list[str] | None = None) -> int:

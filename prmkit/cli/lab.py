@@ -103,18 +103,19 @@ with the study's section.
 STUDIES = ("active", "budget", "synthetic")
 
 
-def _overrides(pairs: list[str]) -> dict[str, str]:
-    out = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set expects KEY=VALUE, got {pair!r}")
-        out[key.strip()] = value.strip()
-    return out
+def _config(args: argparse.Namespace, study: str | None = None) -> lab.LabConfig:
+    """defaults < the preset's recipe (or ``--recipe``) < ``--set``: one parser (:mod:`prmkit.config`)."""
+    from prmkit.config import parse_sets, read_recipe
 
+    if study is not None:
+        from prmkit.lab.study.config import study_preset
 
-def _config(args: argparse.Namespace) -> lab.LabConfig:
-    return lab.preset(args.preset).replace(_overrides(args.set))
+        cfg = study_preset(study, args.preset)
+    else:
+        cfg = lab.preset(args.preset)
+    if getattr(args, "recipe", None):
+        cfg = cfg.replace(read_recipe(args.recipe))
+    return cfg.replace(parse_sets(args.set))
 
 
 def _pool(args: argparse.Namespace, cfg: lab.LabConfig) -> tuple[list, float]:
@@ -164,15 +165,29 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def _command(head: str, args: argparse.Namespace) -> str:
     """The command line that reproduces a run or study (recorded in its report)."""
     parts = [head, f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
+    parts += [f"--recipe {shlex.quote(args.recipe)}"] if args.recipe else []
     parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
     parts.append(f"--out {shlex.quote(str(args.out))}")
     return " ".join(parts)
 
 
+def _add_recipe_flag(p) -> None:
+    p.add_argument("--recipe", default=None, metavar="FILE",
+                   help="a recipe file (YAML/TOML/JSON, the same keys as --set, nested or dotted) applied over "
+                        "the preset; --set overrides it (the presets are such files: prmkit/lab/recipes/)")
+
+
+def _add_worker_flags(p) -> None:
+    p.add_argument("--workers", type=int, default=2,
+                   help="worker processes for the heavy stages (one torch thread each)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
+                   help="progress bars per stage (--no-progress for logs)")
+
+
 def _add_device_flag(p) -> None:
     p.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto",
                    help="where models train and score: auto (CUDA when visible, else CPU), cpu or cuda; on CUDA "
-                        "the heavy jobs run one at a time on the GPU, on a CPU in --jobs workers")
+                        "the heavy jobs run one at a time on the GPU, on a CPU in --workers processes")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -183,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         args.out = f"runs/lab-{args.preset}"
     if args.fresh and os.path.isdir(args.out):
         shutil.rmtree(args.out)
-    summary = run_lab(cfg, args.seeds, args.out, jobs=args.jobs, progress=not args.quiet,
+    summary = run_lab(cfg, args.seeds, args.out, jobs=args.workers, progress=args.progress,
                       command=_command("prmkit lab run", args), device=args.device)
     for seed in args.seeds:
         h = summary["results"][str(seed)]["eval"]
@@ -199,12 +214,12 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     from prmkit.lab.report import refresh_lab_report
 
-    cfg = _config(args)
+    cfg = _config(args, args.study)
     if args.out is None:
         args.out = f"runs/lab-{args.preset}"
     module = importlib.import_module(f"prmkit.lab.study.{args.study}")  # lazily: each study imports torch
-    module.run_study(cfg, args.seeds, args.out, jobs=args.jobs, progress=args.progress,
-                     command=_command(f"prmkit lab study {args.study}", args))
+    module.run_study(cfg, args.seeds, args.out, jobs=args.workers, progress=args.progress,
+                     command=_command(f"prmkit lab study {args.study}", args), device=args.device)
     if refresh_lab_report(args.out):  # a finished `prmkit lab run` in the folder: show every study in its page
         print(f"lab report: {os.path.join(args.out, 'report.html')} (with the study sections)")
     print(f"study report: {os.path.join(args.out, f'study-{args.study}', 'report.html')}")
@@ -239,9 +254,11 @@ def _add_pool_flags(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    group = subparsers.add_parser("lab", help="the synthetic ledger domain: generate, label, stats",
+    group = subparsers.add_parser("lab", help="the synthetic ledger domain with an exact step oracle",
                                   description="The synthetic ledger domain with an exact step oracle: generate "
-                                              "pools, label them with simulated people, report every rate.",
+                                              "pools, label them with simulated people, report every rate, run "
+                                              "the paper's PRM-vs-ORM comparison end to end (run) and its "
+                                              "small-scale studies (study).",
                                   formatter_class=HelpFormatter,
                                   epilog=GROUP_EPILOG)
     sub = group.add_subparsers(dest="lab_command", metavar="COMMAND", required=True, help="what to do")
@@ -282,17 +299,16 @@ def register(subparsers) -> None:
     p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
                    help="quick: small pools, a few minutes; default: 300 x 64 held out, 2,000 labelled, ~10 min per "
                         "seed; full: larger pools and a label-budget sweep")
+    _add_recipe_flag(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (rm.max_steps=400, base.steps=600, label_budgets=500,2000, "
                         "eval_problems=100); repeatable")
     p.add_argument("--seeds", type=_seeds, default=[0], metavar="S,S,...",
                    help="seeds to run (each its own data, labels and reward models; the base model is shared)")
     p.add_argument("--out", default=None, metavar="RUN_DIR", help="run folder (default: runs/lab-<preset>)")
-    p.add_argument("--jobs", type=int, default=2,
-                   help="worker processes for the heavy stages (one torch thread each)")
+    _add_worker_flags(p)
     p.add_argument("--fresh", action="store_true",
                    help="delete RUN_DIR first and rerun every stage (the cached base model is kept)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
     _add_device_flag(p)
     p.set_defaults(func=cmd_run)
 
@@ -304,6 +320,7 @@ def register(subparsers) -> None:
     p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
                    help="quick: the test suite's size, a few minutes; default: the study's full size (at most "
                         "30 min on 2 cores); full: the full preset's pools")
+    _add_recipe_flag(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (budget.budgets=250,1000,4000, budget.rm_steps=300, "
                         "active.candidates=16, synthetic.threshold=0.5); repeatable")
@@ -311,7 +328,6 @@ def register(subparsers) -> None:
                    help="seeds to run (each its own data, labels and reward models; CIs are over seeds and problems)")
     p.add_argument("--out", default=None, metavar="RUN_DIR",
                    help="run folder; the study writes RUN_DIR/study-<name>/ (default: runs/lab-<preset>)")
-    p.add_argument("--jobs", type=int, default=2, help="worker processes for the heavy stages (one torch thread each)")
-    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
-                   help="progress bars per stage (--no-progress for logs)")
+    _add_worker_flags(p)
+    _add_device_flag(p)
     p.set_defaults(func=cmd_study)

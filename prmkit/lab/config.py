@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from pathlib import Path
 
+from prmkit.config import apply, read_recipe, resolve
 from prmkit.lab.base import BaseConfig
 from prmkit.lab.domain import OOD, LedgerConfig, config_hash
 from prmkit.lab.generator import GeneratorConfig
 from prmkit.lab.labellers import LabellerConfig
 from prmkit.lab.rm import lab_rm
-from prmkit.lab.study.config import ActiveConfig, BudgetConfig, SyntheticConfig
 from prmkit.train.config import TrainConfig
 
 SPLITS = ("eval", "train", "ood", "pretrain")
@@ -74,12 +75,6 @@ class LabConfig:
     """Monte-Carlo standard error aimed at by majority and weighted voting."""
     bootstrap: int = 1000
     """Bootstrap resamples (over problems) of every 95% confidence interval."""
-    budget: BudgetConfig = field(default_factory=BudgetConfig)
-    """``prmkit lab study budget``: the label-budget curve."""
-    active: ActiveConfig = field(default_factory=ActiveConfig)
-    """``prmkit lab study active``: convincing-wrong-answer selection against uniform."""
-    synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
-    """``prmkit lab study synthetic``: a large PRM labels data for small reward models."""
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
@@ -110,62 +105,26 @@ class LabConfig:
         return self.ood if split == "ood" else self.domain
 
     def replace(self, overrides: dict[str, object]) -> LabConfig:
-        """A copy with dotted fields replaced: ``{"generator.check_rate": 0.1, "eval_samples": 16}``."""
-        cfg = self
-        for key, value in overrides.items():
-            cfg = _replace_path(cfg, key.split("."), value, key)
-        return cfg
+        """A copy with dotted fields replaced: ``{"generator.check_rate": 0.1, "eval_samples": 16}``
+        (values may be text, as ``--set`` gives them: :func:`prmkit.config.apply`)."""
+        return apply(self, overrides)
 
 
-def _replace_path(obj, path: list[str], value, key: str):
-    names = {f.name: f for f in dataclasses.fields(obj)}
-    if path[0] not in names:
-        raise ValueError(f"unknown config field {key!r} (at {path[0]!r}; known: {', '.join(names)})")
-    current = getattr(obj, path[0])
-    if len(path) > 1:
-        if not dataclasses.is_dataclass(current):
-            raise ValueError(f"config field {key!r}: {path[0]!r} has no sub-fields")
-        return dataclasses.replace(obj, **{path[0]: _replace_path(current, path[1:], value, key)})
-    if dataclasses.is_dataclass(current):
-        raise ValueError(f"config field {key!r} is a group; set one of its fields ({key}.<field>)")
-    return dataclasses.replace(obj, **{path[0]: _coerce(current, value, key)})
-
-
-def _coerce(current, value, key: str):
-    """``value`` (often a string from the command line) as the type of the field's current value."""
-    if not isinstance(value, str) or isinstance(current, str):
-        return value
-    if isinstance(current, bool):
-        if value.lower() not in ("true", "false", "1", "0"):
-            raise ValueError(f"config field {key!r} expects true or false, got {value!r}")
-        return value.lower() in ("true", "1")
-    if isinstance(current, tuple):
-        items = [v for v in value.replace(",", " ").split()]
-        return tuple(type(current[0])(v) if current else float(v) for v in items)
-    try:
-        return type(current)(value)
-    except ValueError:
-        raise ValueError(f"config field {key!r} expects {type(current).__name__}, got {value!r}") from None
-
-
-PRESETS = {
-    "quick": LabConfig(name="quick", eval_problems=40, eval_samples=16, train_problems=500, train_samples=4,
-                       ood_problems=20, ood_samples=16, bootstrap=500,
-                       budget=BudgetConfig.quick(), active=ActiveConfig.quick(), synthetic=SyntheticConfig.quick()),
-    "default": LabConfig(),
-    "full": LabConfig(name="full", train_problems=2000, train_samples=4, label_budgets=(500, 2000)),
-}
-"""quick: small held-out pools (40 x 16, OOD 20 x 16), the same base model (cached once for both), 2,000
-labels and reward-model budget as default (a few minutes; the end-to-end test); default: the targets of the issue (300 x 64
-held out, 2,000 labelled); full: the default pools with 8,000 labelled solutions and a label-budget sweep
-(500 / 2,000 / 8,000), PRM and ORM trained at each budget with the same number of optimiser steps."""
+RECIPES = Path(__file__).parent / "recipes"
+PRESETS = tuple(sorted(p.stem for p in RECIPES.glob("*.yaml")))
+"""The presets: recipe files in ``prmkit/lab/recipes/`` (quick, default, full), each over :class:`LabConfig`."""
 
 
 def preset(name: str) -> LabConfig:
-    """The preset called ``name`` (one of :data:`PRESETS`)."""
+    """The preset called ``name`` (one of :data:`PRESETS`): its recipe file over the defaults."""
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r} (expected one of {', '.join(PRESETS)})")
-    return PRESETS[name]
+    return from_recipe(RECIPES / f"{name}.yaml")
 
 
-__all__ = ["PRESETS", "SPLITS", "LabConfig", "config_hash", "preset"]
+def from_recipe(path: str | Path, cls=None) -> LabConfig:
+    """A lab config (or a study's, ``cls``) from a recipe file over the defaults."""
+    return resolve(cls or LabConfig, read_recipe(path))
+
+
+__all__ = ["PRESETS", "RECIPES", "SPLITS", "LabConfig", "config_hash", "from_recipe", "preset"]

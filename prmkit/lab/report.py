@@ -195,32 +195,18 @@ def study_sections(run_dir) -> list[str]:
 
 
 def config_from_dict(d: dict, like=None):
-    """A :class:`~prmkit.lab.config.LabConfig` back from ``dataclasses.asdict`` through JSON (``config.json``).
+    """A :class:`~prmkit.lab.config.LabConfig` (or ``like``'s class, e.g. a study's) back from
+    ``dataclasses.asdict`` through JSON (``config.json``), by the one config parser.
 
     >>> from prmkit.lab.config import preset
-    >>> cfg = preset("full").replace({"budget.budgets": "10,20"})
+    >>> cfg = preset("full").replace({"label_budgets": "10,20"})
     >>> config_from_dict(json.loads(json.dumps(dataclasses.asdict(cfg)))) == cfg
     True
     """
+    from prmkit.config import apply
     from prmkit.lab.config import LabConfig
 
-    like = LabConfig() if like is None else like
-    kw = {}
-    for f in dataclasses.fields(like):
-        if f.name not in d:
-            continue
-        current, value = getattr(like, f.name), d[f.name]
-        if dataclasses.is_dataclass(current):
-            kw[f.name] = config_from_dict(value, current)
-        elif isinstance(current, tuple):
-            kw[f.name] = _tuples(value)
-        else:
-            kw[f.name] = value
-    return dataclasses.replace(like, **kw)
-
-
-def _tuples(value):
-    return tuple(_tuples(v) for v in value) if isinstance(value, list) else value
+    return apply(LabConfig() if like is None else like, d)
 
 
 def refresh_lab_report(run_dir) -> bool:

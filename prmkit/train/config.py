@@ -158,6 +158,14 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, 
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         shown = ",".join(default) if isinstance(default, list) else "unset" if default is None else repr(default)
         kw = {"choices": f.metadata["choices"]} if "choices" in f.metadata else {}
-        meta = {bool: "true|false", list: "A,B"}.get(tp, f.name.upper())
-        parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=argparse.SUPPRESS,
-                            metavar=meta, help=f"{f.metadata['help']} (default: {shown})", **kw)
+        flag = "--" + f.name.replace("_", "-")
+        if tp is bool:  # one grammar for switches everywhere: --x, --x true|false, --no-x
+            parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, nargs="?", const="true",
+                                metavar="true|false", help=f"{f.metadata['help']} (default: {shown}; --no-"
+                                                           f"{flag[2:]} to switch off)")
+            parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const", const="false",
+                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+            continue
+        meta = {list: "A,B"}.get(tp, f.name.upper())
+        parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, metavar=meta,
+                            help=f"{f.metadata['help']} (default: {shown})", **kw)

@@ -1,14 +1,23 @@
 """Settings of the lab's studies (``prmkit lab study active|synthetic|budget``), one inert dataclass each.
 
-They are fields of :class:`~prmkit.lab.config.LabConfig` (``active``, ``synthetic``, ``budget``), so
-``--set active.budgets=1,2,4`` works like any other override and a study's cache keys see them. Each
-default runs in at most 30 minutes on 2 CPU cores; :meth:`quick` is the size the test suite runs.
+Each study owns its config: a :class:`~prmkit.lab.config.LabConfig` extended by the study's own section
+(:class:`BudgetStudy` adds ``budget``, :class:`ActiveStudy` ``active``, :class:`SyntheticStudy`
+``synthetic``), so ``--set active.budgets=1,2,4`` works like any other override and a study's cache keys
+see it, while the lab run's config knows nothing of the studies. :func:`study_preset` builds one from a
+lab preset. Each default runs in at most 30 minutes on 2 CPU cores; :meth:`quick` is the size the test
+suite runs (the ``quick`` preset).
+
+>>> cfg = study_preset("budget", "quick")
+>>> cfg.budget.budgets, cfg.eval_problems, hasattr(preset("quick"), "budget")
+((250, 4000), 40, False)
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
+from prmkit.lab.config import LabConfig, preset
 from prmkit.select import WRONG_GRADES, check_wrong_grades
 
 
@@ -179,4 +188,41 @@ class SyntheticConfig:
                    large_problems=500, large_samples=4, large_steps=300)
 
 
-__all__ = ["ActiveConfig", "BudgetConfig", "SyntheticConfig"]
+@dataclass(frozen=True)
+class BudgetStudy(LabConfig):
+    """``prmkit lab study budget``: the lab's config and the label-budget curve's."""
+
+    budget: BudgetConfig = field(default_factory=BudgetConfig)
+
+
+@dataclass(frozen=True)
+class ActiveStudy(LabConfig):
+    """``prmkit lab study active``: the lab's config and the active-learning study's."""
+
+    active: ActiveConfig = field(default_factory=ActiveConfig)
+
+
+@dataclass(frozen=True)
+class SyntheticStudy(LabConfig):
+    """``prmkit lab study synthetic``: the lab's config and the synthetic-supervision study's."""
+
+    synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
+
+
+STUDIES = {"budget": (BudgetStudy, BudgetConfig), "active": (ActiveStudy, ActiveConfig),
+           "synthetic": (SyntheticStudy, SyntheticConfig)}
+
+
+def study_preset(study: str, name: str = "default") -> LabConfig:
+    """The config of ``study`` on lab preset ``name``: the preset's fields, and the study's section at its
+    quick size for ``quick``, else its defaults."""
+    if study not in STUDIES:
+        raise ValueError(f"unknown study {study!r} (expected one of {', '.join(STUDIES)})")
+    cls, section = STUDIES[study]
+    lab = preset(name)
+    own = section.quick() if name == "quick" else section()
+    return cls(**{f.name: getattr(lab, f.name) for f in dataclasses.fields(LabConfig)}, **{study: own})
+
+
+__all__ = ["STUDIES", "ActiveConfig", "ActiveStudy", "BudgetConfig", "BudgetStudy", "SyntheticConfig",
+           "SyntheticStudy", "study_preset"]

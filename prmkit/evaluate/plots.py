@@ -50,7 +50,7 @@ def plot_bon(result: dict, path: str | os.PathLike, title: str = "") -> str:
     handles, labels = ax.get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda i: labels[i] != _label("pass"))  # pass@N on top of the legend
     ax.legend([handles[i] for i in order], [labels[i] for i in order], fontsize=8, loc="lower right")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_reliability(calibration: dict, path: str | os.PathLike) -> str:
@@ -71,7 +71,7 @@ def plot_reliability(calibration: dict, path: str | os.PathLike) -> str:
     ax.set_ylabel("fraction of steps correct")
     ax.set_title(f"Reliability (ECE {calibration['ece']:.3f})", fontsize=10)
     ax.legend(fontsize=7, loc="upper left")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def plot_f1_threshold(curve: dict, threshold: float, path: str | os.PathLike) -> str:
@@ -83,10 +83,10 @@ def plot_f1_threshold(curve: dict, threshold: float, path: str | os.PathLike) ->
     ax.set_ylabel("mean dev F1 (%)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
-def _save(fig, path) -> str:
+def save_figure(fig, path) -> str:
     """Save through a temporary name renamed into place, like every prmkit output."""
     path = str(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -4,18 +4,20 @@ Sections: the command that reproduces the run; the targets of the issue checked 
 the headline numbers per seed (held-out pool and OOD family) with 95% bootstrap CIs; best-of-N
 figures per seed; the label-budget sweep when the run has one; step-level AUROC per kind of error;
 wall time per stage; the sections of the studies run in the same folder (``study-*/section.html``,
-see :mod:`prmkit.lab.study`); every number at every N (from :mod:`prmkit.evaluate.report`); the configuration.
+see :mod:`prmkit.lab.study`); every number at every N (:func:`prmkit.evaluate.html.bon_section`); the page is built from
+prmkit's templates (:mod:`prmkit.evaluate.html`); the configuration.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import html
 import json
 from pathlib import Path
 
+from markupsafe import Markup
+
+from prmkit.evaluate.html import bon_section, figure, page, table
 from prmkit.evaluate.plots import plot_bon
-from prmkit.evaluate.report import _CSS, _bon_section, _figure, _table
 from prmkit.io import atomic_output
 from prmkit.lab.scoring import sweep_rows
 
@@ -76,13 +78,13 @@ def headline_rows(result: dict) -> list[tuple[str, str]]:
     return rows
 
 
-def _seed_table(results: dict[int, dict]) -> str:
+def seed_table(results: dict[int, dict]) -> str:
     seeds = sorted(results)
     rows = [[name] + [dict(headline_rows(results[s]))[name] for s in seeds] for name, _ in headline_rows(results[seeds[0]])]
-    return _table(["metric (%, 95% CI)"] + [f"seed {s}" for s in seeds], rows)
+    return table(["metric (%, 95% CI)"] + [f"seed {s}" for s in seeds], rows)
 
 
-def _targets_table(checks: dict[int, dict]) -> str:
+def targets_table(checks: dict[int, dict]) -> str:
     seeds = sorted(checks)
     names = list(checks[seeds[0]])
     rows = []
@@ -94,7 +96,7 @@ def _targets_table(checks: dict[int, dict]) -> str:
             cells.append(f"{value} {'met' if c['met'] else 'MISSED'}")
         least = checks[seeds[0]][name]["least"]
         rows.append([name, f">= {least:.2f}" if name.endswith("AUROC") else f">= {100 * least:.0f} pts"] + cells)
-    return _table(["target", "needs"] + [f"seed {s}" for s in seeds], rows)
+    return table(["target", "needs"] + [f"seed {s}" for s in seeds], rows)
 
 
 def _plot(result: dict, path: Path, title: str) -> str:
@@ -105,7 +107,7 @@ def _plot(result: dict, path: Path, title: str) -> str:
 def _plot_sweep(rows_by_seed: dict[int, list[dict]], path: Path) -> str:
     import matplotlib.pyplot as plt
 
-    from prmkit.evaluate.plots import _save
+    from prmkit.evaluate.plots import save_figure
 
     fig, ax = plt.subplots(figsize=(6, 4))
     for i, (seed, rows) in enumerate(sorted(rows_by_seed.items())):
@@ -123,18 +125,18 @@ def _plot_sweep(rows_by_seed: dict[int, list[dict]], path: Path) -> str:
     ax.set_title("Label-budget sweep (one line per seed)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
-_NOTE = ("<p class='note'>PRM = process reward model, ORM = outcome reward model, both from the same base model "
+_NOTE = Markup("<p class='note'>PRM = process reward model, ORM = outcome reward model, both from the same base model "
          "with the same solutions and budget; label-free = the base model's own likelihood of a solution "
          "(mean or min token log-probability). Definitions: docs/lab.md, docs/evaluation.md.</p>")
 
 
-def _timings_table(timings: dict) -> str:
+def timings_table(timings: dict) -> str:
     rows = [[name, str(t.get("jobs", 1)), str(t.get("ran", "")), f"{t.get('job_seconds', 0):.1f}",
              f"{t['wall_seconds']:.1f}"] for name, t in timings.items()]
-    return _table(["stage", "jobs", "run now (rest cached)", "compute s (sum over jobs, when computed)",
+    return table(["stage", "jobs", "run now (rest cached)", "compute s (sum over jobs, when computed)",
                    "wall s (this invocation)"], rows)
 
 
@@ -149,34 +151,32 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
         figures.append(_plot(results[s]["eval"], fig_dir / f"bon-seed{s}.png", f"Held-out pool, seed {s} (95% CI bands)"))
         figures.append(_plot(results[s]["ood"], fig_dir / f"ood-seed{s}.png", f"OOD family, seed {s} (95% CI bands)"))
     sweeps = {s: sweep_rows(results[s]["eval"], cfg.labelled) for s in seeds}
-    head = (f"<!doctype html><html><head><meta charset='utf-8'><title>prmkit lab run: {html.escape(cfg.name)}"
-            f"</title><style>{_CSS}</style></head><body>")
-    parts = [head,
-             f"<h1>prmkit lab run: preset {html.escape(cfg.name)}, seeds {', '.join(map(str, seeds))}</h1>",
-             f"<p>Reproduce with <code>{html.escape(command)}</code></p>",
-             _NOTE,
-             "<h2>Targets (held-out pool)</h2>", _targets_table(checks),
-             "<h2>Held-out pool: headline numbers per seed</h2>", _seed_table({s: results[s]["eval"] for s in seeds}),
-             "<h2>Out-of-distribution family: headline numbers per seed</h2>",
-             _seed_table({s: results[s]["ood"] for s in seeds}),
-             "<h2>Best-of-N curves</h2>", *(_figure(Path(f)) for f in figures)]
+    parts = [_NOTE,
+             Markup("<h2>Targets (held-out pool)</h2>"), targets_table(checks),
+             Markup("<h2>Held-out pool: headline numbers per seed</h2>"),
+             seed_table({s: results[s]["eval"] for s in seeds}),
+             Markup("<h2>Out-of-distribution family: headline numbers per seed</h2>"),
+             seed_table({s: results[s]["ood"] for s in seeds}),
+             Markup("<h2>Best-of-N curves</h2>"), *(figure(Path(f)) for f in figures)]
     if cfg.label_budgets:
         sweep_fig = _plot_sweep(sweeps, fig_dir / "sweep.png")
         rows = [[str(s), str(r["labelled"]), *(f"{100 * r[k]:.1f}" for k in ("prm_min", "prm_product", "orm", "majority"))]
                 for s in seeds for r in sweeps[s]]
-        parts += ["<h2>Label-budget sweep (best-of-N at the largest N)</h2>",
-                  _table(["seed", "labelled", "PRM min", "PRM product", "ORM", "majority"], rows), _figure(Path(sweep_fig))]
-    parts += ["<h2>Step-level AUROC of the PRM per kind of error (held-out pool)</h2>", _reason_table(results)]
-    parts += ["<h2>Wall time per stage</h2>", _timings_table(timings)]
+        parts += [Markup("<h2>Label-budget sweep (best-of-N at the largest N)</h2>"),
+                  table(["seed", "labelled", "PRM min", "PRM product", "ORM", "majority"], rows), figure(Path(sweep_fig))]
+    parts += [Markup("<h2>Step-level AUROC of the PRM per kind of error (held-out pool)</h2>"), reason_table(results)]
+    parts += [Markup("<h2>Wall time per stage</h2>"), timings_table(timings)]
     parts += study_sections(run_dir)
     for s in seeds:
         for p in ("eval", "ood"):
             result = dict(results[s][p], source=[f"seed {s}, {p} pool"])
-            parts.append(f"<details><summary>seed {s}, {p}: every number</summary>{_bon_section(result)}</details>")
-    parts += ["<h2>Configuration</h2>",
-              f"<pre>{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre>", "</body></html>"]
+            parts.append(Markup("<details><summary>seed {}, {}: every number</summary>{}</details>").format(
+                s, p, bon_section(result)))
+    text = page(f"prmkit lab run: {cfg.name}", parts,
+                heading=f"prmkit lab run: preset {cfg.name}, seeds {', '.join(map(str, seeds))}", command=command,
+                config=json.dumps(dataclasses.asdict(cfg), indent=2, default=str))
     with atomic_output(run_dir / "report.html") as f:
-        f.write("\n".join(parts))
+        f.write(text)
     return {"command": command, "preset": cfg.name, "seeds": seeds,
             "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
                                  "sweep": sweeps[s]} for s in seeds},
@@ -188,10 +188,12 @@ def study_sections(run_dir) -> list[str]:
     found = sorted(Path(run_dir).glob("study-*/section.html"))
     if not found:
         return []
-    names = ", ".join(f"<code>prmkit lab study {html.escape(p.parent.name[len('study-'):])}</code>" for p in found)
-    return ["<h2>Studies</h2>", (f"<p class='note'>Run in this folder: {names}; each has its own "
-            f"<code>study-&lt;name&gt;/report.html</code> and <code>summary.json</code>.</p>"),
-            *(p.read_text() for p in found)]
+    names = Markup(", ").join(Markup("<code>prmkit lab study {}</code>").format(p.parent.name[len("study-"):])
+                              for p in found)
+    return [Markup("<h2>Studies</h2>"),
+            Markup("<p class='note'>Run in this folder: {}; each has its own <code>study-&lt;name&gt;/report.html</code> "
+                   "and <code>summary.json</code>.</p>").format(names),
+            *(Markup(p.read_text()) for p in found)]
 
 
 def config_from_dict(d: dict, like=None):
@@ -227,7 +229,7 @@ def refresh_lab_report(run_dir) -> bool:
     return True
 
 
-def _reason_table(results: dict) -> str:
+def reason_table(results: dict) -> str:
     seeds = sorted(results)
     reasons = sorted({r for s in seeds for r in results[s]["eval"]["steps"]["prm"].get("by_reason", {})})
     rows = []
@@ -239,7 +241,7 @@ def _reason_table(results: dict) -> str:
             row.append("-" if prm is None else f"{prm['auroc']:.3f} / {lik['auroc']:.3f} (n={prm['wrong_steps']})")
         rows.append(row)
     return ("<p class='note'>wrong steps of one kind against all correct steps: PRM / base-model likelihood</p>"
-            + _table(["error (oracle reason)"] + [f"seed {s}" for s in seeds], rows))
+            + table(["error (oracle reason)"] + [f"seed {s}" for s in seeds], rows))
 
 
 __all__ = ["AUROC_TARGET", "TARGETS", "check_targets", "config_from_dict", "refresh_lab_report", "study_sections",

@@ -1,6 +1,6 @@
 """Is the labelling database consistent? The checks run after a crash and by ``GET /api/admin/check``.
 
-Beyond the backend's own check (SQLite's ``PRAGMA integrity_check``) it verifies what the app promises:
+Beyond the backend's own check (SQLite's ``PRAGMA integrity_check``, PostgreSQL's amcheck) it verifies what the app promises:
 no label stored twice, every label on a step its item has, phase-2 labels without gaps, finished
 assignments with a finish reason (and found_error ending on a Bad step), open ones without, and each
 real item's ``n_assigned`` equal to its number of assignments (the overlap counter).

@@ -296,8 +296,8 @@ def rm_config(cfg, labels: int = 0):
     """``cfg`` with the reward-model steps of a PRM trained on ``labels`` solutions: ``active.rm_steps``
     (0 keeps ``rm.max_steps``), raised to ``active.rm_epochs`` passes over the set.
 
-    >>> from prmkit.lab.config import preset
-    >>> [rm_config(preset("default"), n).rm.max_steps for n in (500, 1000, 2000)]
+    >>> from prmkit.lab.study.config import study_preset
+    >>> [rm_config(study_preset("active"), n).rm.max_steps for n in (500, 1000, 2000)]
     [300, 300, 500]
     """
     cfg = with_rm_steps(cfg, cfg.active.rm_steps)
@@ -374,7 +374,7 @@ def _plot_arms(summary: dict, arms: tuple[str, ...], path: Path, title: str) -> 
     """Accuracy against labels (log x): per-seed points, the mean with its 95% CI, the fitted line."""
     import matplotlib.pyplot as plt
 
-    from prmkit.evaluate.plots import _save
+    from prmkit.evaluate.plots import save_figure
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     xs_all = []
@@ -406,7 +406,7 @@ def _plot_arms(summary: dict, arms: tuple[str, ...], path: Path, title: str) -> 
     ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _pct(x) -> str:
@@ -440,7 +440,7 @@ def section_html(summary: dict, figures: list[Path]) -> str:
     """The study's HTML fragment (from ``<h2>``): protocol, factors, accuracy, what the selection changed."""
     import html
 
-    from prmkit.evaluate.report import _figure, _table
+    from prmkit.evaluate.html import figure, table
 
     c, f, pts = summary["config"], summary["factors"], summary["points"]
     seeds = ", ".join(str(s) for s in summary["seeds"])
@@ -471,7 +471,7 @@ def section_html(summary: dict, figures: list[Path]) -> str:
             eq = ", ".join("-" if e is None else f"{e:.2f}" for e in f[arm]["equivalent_labels"])
             rows.append([_ARMS[arm][0], _factor(f[arm]), ", ".join(f"{x:.2f}" for x in f[arm]["per_seed"]),
                          f"{100 * f[arm]['slope_arm']:.2f} / {100 * f[arm]['slope_baseline']:.2f}", eq])
-    parts.append(_table(["arm against uniform", "factor [95% CI]", "per seed", "slopes (points per e-fold)",
+    parts.append(table(["arm against uniform", "factor [95% CI]", "per seed", "slopes (points per e-fold)",
                          "uniform labels for equal accuracy / labels used, per point"], rows))
     rows = []
     strict = {p["model"]: p["labels"] for p in pts["active_strict"]}
@@ -484,13 +484,13 @@ def section_html(summary: dict, figures: list[Path]) -> str:
             rows.append([arm.split("_")[0], p["model"], labels, _ci(p), ", ".join(_pct(x) for x in p["per_seed"]),
                          f"{np.mean(p['step_auroc']):.3f}", _pct(s["wrong_answer"]), _pct(s["wrong_step"]),
                          _pct(s["found_error"]), f"{s['rated_steps']:.1f}"])
-    parts.append(_table(["arm", "model", "labels", f"best-of-{c['n']} % [95% CI]", "per seed", "step AUROC",
+    parts.append(table(["arm", "model", "labels", f"best-of-{c['n']} % [95% CI]", "per seed", "step AUROC",
                          "wrong answers %", "with a wrong step %", "labellers found an error %", "rated steps"], rows))
     rows = [[k, _ci(v), ", ".join(_pct(x) for x in v["per_seed"])] for k, v in summary["differences"].items()]
     parts.append("<p>Paired differences in best-of-N accuracy (points), same held-out problems; generation g "
                  "against uniform at the same cumulative labels:</p>"
-                 + _table(["difference", "mean [95% CI]", "per seed"], rows))
-    parts.extend(_figure(p) for p in figures)
+                 + table(["difference", "mean [95% CI]", "per seed"], rows))
+    parts.extend(figure(p) for p in figures)
     return "\n".join(parts)
 
 

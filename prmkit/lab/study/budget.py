@@ -247,7 +247,7 @@ def plot_curve(summary: dict, path: Path) -> str:
     """Accuracy against labels (log x): per-seed points, the mean with 95% CI bars, the fitted lines."""
     import matplotlib.pyplot as plt
 
-    from prmkit.evaluate.plots import _save
+    from prmkit.evaluate.plots import save_figure
 
     labels = summary["budgets"]
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -278,7 +278,7 @@ def plot_curve(summary: dict, path: Path) -> str:
                  fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="best")
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _pct_ci(d: dict) -> str:
@@ -289,26 +289,26 @@ def _ratio(x: float) -> str:
     return "inf" if not math.isfinite(x) else f"{x:.2f}"
 
 
-def section_html(summary: dict, figure: Path) -> str:
+def section_html(summary: dict, figure_path: Path) -> str:
     """The study's HTML fragment (from ``<h2>``): what was run, the tables, the figure, what it shows."""
-    from prmkit.evaluate.report import _figure, _table
+    from prmkit.evaluate.html import figure, table
 
     n, labels, acc = summary["n"], summary["budgets"], summary["accuracy"]
     rows = [[f"{b:,}", _pct_ci(acc["prm"][str(b)]), _pct_ci(acc["orm"][str(b)]),
              _pct_ci(summary["gap_prm_orm"][str(b)]), _pct_ci(acc["majority"][str(b)]),
              " / ".join(f"{100 * v:.1f}" for v in acc["prm"][str(b)]["per_seed"]),
              " / ".join(f"{100 * v:.1f}" for v in acc["orm"][str(b)]["per_seed"])] for b in labels]
-    acc_table = _table(["labelled solutions", f"PRM min@{n}", f"ORM@{n}", "PRM - ORM", f"majority@{n}",
+    acc_table = table(["labelled solutions", f"PRM min@{n}", f"ORM@{n}", "PRM - ORM", f"majority@{n}",
                         "PRM per seed", "ORM per seed"], rows)
     fit_rows = [[STYLE[k][1], f"{100 * f['slope']:.2f}", f"{f['points_per_doubling']:+.2f}", f"{100 * f['intercept']:.1f}",
                  " / ".join(f"{100 * v:.2f}" for v in f["per_seed_slope"])] for k, f in summary["fit"].items()]
-    fit_table = _table(["reward model", "slope (pts per ln label)", "pts per doubling", "intercept (pts at 1 label)",
+    fit_table = table(["reward model", "slope (pts per ln label)", "pts per doubling", "intercept (pts at 1 label)",
                         "slope per seed"], fit_rows)
     e = summary["efficiency"]
     eq_rows = [[f"{int(b):,}", f"{v['orm_labels']:,.0f}" + (" (extrapolated)" if v["extrapolated"] else ""),
                 f"{_ratio(v['factor'])} [{_ratio(v['ci95'][0])}, {_ratio(v['ci95'][1])}]",
                 " / ".join(_ratio(x) for x in v["per_seed"])] for b, v in summary["equivalent_labels"].items()]
-    eq_table = _table(["PRM labels", "ORM labels to match (fitted lines)", "factor (95% CI)", "per seed"], eq_rows)
+    eq_table = table(["PRM labels", "ORM labels to match (fitted lines)", "factor (95% CI)", "per seed"], eq_rows)
     return "\n".join([
         "<h2>Study: the label-budget curve (process vs outcome supervision)</h2>",
         (f"<p>PRM and ORM from the same base model, trained on the first B of one shuffled pool of labelled "
@@ -317,7 +317,7 @@ def section_html(summary: dict, figure: Path) -> str:
         f"budget; "
         f"best-of-{n} per held-out problem ({html.escape(summary['eval'])}); means over seeds "
         f"{', '.join(map(str, summary['seeds']))} with 95% bootstrap intervals over seeds and problems.</p>"),
-        acc_table, _figure(figure),
+        acc_table, figure(figure_path),
         "<h3>Best-fit lines: accuracy against ln(labels)</h3>", fit_table,
         (f"<p><b>Data-efficiency factor (the paper's method, slope of PRM / slope of ORM): "
         f"{_ratio(e['factor'])}</b>, 95% CI [{_ratio(e['ci95'][0])}, {_ratio(e['ci95'][1])}], per seed "

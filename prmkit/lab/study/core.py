@@ -174,21 +174,19 @@ def write_study_pages(out: Path, title: str, section: str, cfg, timings: dict, c
     """``out/section.html`` (the fragment the lab report includes) and the standalone ``out/report.html``:
     the section, the command that reproduces it, wall time per stage and the configuration."""
     import dataclasses
-    import html
 
-    from prmkit.evaluate.report import _CSS
+    from markupsafe import Markup
+
+    from prmkit.evaluate.html import page
     from prmkit.io import atomic_output
-    from prmkit.lab.report import _timings_table
+    from prmkit.lab.report import timings_table
 
     with atomic_output(out / "section.html") as f:
         f.write(section + "\n")
-    page = [(f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
-             f"<style>{_CSS}</style></head><body>"), f"<h1>{html.escape(title)}</h1>",
-            f"<p>Reproduce with <code>{html.escape(command or '(run from Python)')}</code></p>", section,
-            "<h2>Wall time per stage</h2>", _timings_table(timings), "<h2>Configuration</h2>",
-            f"<pre>{html.escape(json.dumps(dataclasses.asdict(cfg), indent=2, default=str))}</pre></body></html>"]
+    text = page(title, [Markup(section), Markup("<h2>Wall time per stage</h2>"), timings_table(timings)],
+                command=command or "", config=json.dumps(dataclasses.asdict(cfg), indent=2, default=str))
     with atomic_output(out / "report.html") as f:
-        f.write("\n".join(page) + "\n")
+        f.write(text + "\n")
 
 
 def write_json(path: Path, value) -> None:

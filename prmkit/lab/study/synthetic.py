@@ -390,7 +390,7 @@ def plot_synthetic(summary: dict, path: Path) -> str:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from prmkit.evaluate.plots import _save
+    from prmkit.evaluate.plots import save_figure
 
     ks = sorted(int(k) for k in summary["labels"])
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -412,7 +412,7 @@ def plot_synthetic(summary: dict, path: Path) -> str:
     ax.set_title(f"Synthetic supervision, seeds {', '.join(map(str, summary['seeds']))} (95% CI)", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _cell(c: dict, signed: bool = False) -> str:
@@ -421,7 +421,7 @@ def _cell(c: dict, signed: bool = False) -> str:
 
 
 def results_table(summary: dict) -> str:
-    from prmkit.evaluate.report import _table
+    from prmkit.evaluate.html import table
 
     rows = []
     for k in sorted(summary["labels"], key=int):
@@ -431,12 +431,12 @@ def results_table(summary: dict) -> str:
         rows.append([k, f"{summary['labels'][k]:,}", *(_cell(summary["accuracy"][m][k]) for m in METHODS),
                      *(_cell(summary["differences"][d][k], True) for d in ("process-outcome", "outcome-answer")), verdict])
     n = summary["n"]
-    return _table(["samples / problem", "labels", f"process @{n}", f"large-PRM outcome @{n}", f"answer check @{n}",
+    return table(["samples / problem", "labels", f"process @{n}", f"large-PRM outcome @{n}", f"answer check @{n}",
                    "process - outcome", "outcome - answer", "process > outcome > answer"], rows)
 
 
 def large_table(summary: dict) -> str:
-    from prmkit.evaluate.report import _table
+    from prmkit.evaluate.html import table
 
     rows = []
     for s, v in summary["per_seed"].items():
@@ -444,13 +444,13 @@ def large_table(summary: dict) -> str:
         rows.append([s, f"{lp['step_auroc_eval']:.3f}", f"{100 * lp['bon@' + str(summary['n'])]:.1f}",
                      f"{100 * a['flagged']:.1f}", f"{100 * a['process_first_error']:.1f}", f"{100 * a['outcome']:.1f}",
                      f"{100 * a['answer_check']:.1f}", f"{100 * a['caught_right_answer_wrong_step']:.1f}"])
-    return _table(["seed", "step AUROC (held out)", f"best-of-{summary['n']}", "flags a step (%)",
+    return table(["seed", "step AUROC (held out)", f"best-of-{summary['n']}", "flags a step (%)",
                    "first error = oracle's (%)", "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
                    "right answer, wrong step: flagged (%)"], rows)
 
 
 def threshold_table(summary: dict) -> str:
-    from prmkit.evaluate.report import _table
+    from prmkit.evaluate.html import table
 
     seeds = list(summary["per_seed"].values())
     rows = []
@@ -459,14 +459,14 @@ def threshold_table(summary: dict) -> str:
                  for key in ("flagged", "process_first_error", "outcome", "answer_check", "caught_right_answer_wrong_step")]
         rows.append([t, *(f"{100 * np.mean(c):.1f}" for c in cells)])
     wrong = np.mean([s["large_prm"]["agreement"]["oracle_wrong"] for s in seeds])
-    return _table(["P(negative) >", f"flags a step (%; oracle: {100 * wrong:.1f})", "first error = oracle's (%)",
+    return table(["P(negative) >", f"flags a step (%; oracle: {100 * wrong:.1f})", "first error = oracle's (%)",
                    "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
                    "right answer, wrong step: flagged (%)"], rows)
 
 
-def section_html(summary: dict, figure: Path) -> str:
+def section_html(summary: dict, figure_path: Path) -> str:
     """The study's HTML fragment (from ``<h2>``), included verbatim in the lab report."""
-    from prmkit.evaluate.report import _figure, _table
+    from prmkit.evaluate.html import figure, table
 
     c, n = summary["config"], summary["n"]
     held = [k for k, o in summary["ordering"].items() if o["holds"]]
@@ -485,14 +485,14 @@ def section_html(summary: dict, figure: Path) -> str:
             for s, v in summary["per_seed"].items() for k in sorted(summary["labels"], key=int)]
     return "\n".join([
         "<h2>Synthetic supervision (a large PRM labels data for small reward models)</h2>", note,
-        results_table(summary), _figure(Path(figure)),
+        results_table(summary), figure(Path(figure_path)),
         (f"<p class='note'>first sample: {_cell(summary['first_sample'])}; the large PRM itself, best-of-{n}: "
          f"{_cell(summary['large_prm'][f'bon@{n}'])}.</p>"),
         "<h3>The large PRM and its labels (against the oracle, on the fresh samples)</h3>", large_table(summary),
         ("<p class='note'>Its labels at other thresholds (a diagnostic, mean over seeds; training used "
          f"{c['threshold']}):</p>"), threshold_table(summary),
         f"<details><summary>per seed: best-of-{n} accuracy (%)</summary>"
-        + _table(["seed", "samples / problem", *(NAMES[m] for m in METHODS)], rows) + "</details>"])
+        + table(["seed", "samples / problem", *(NAMES[m] for m in METHODS)], rows) + "</details>"])
 
 
 def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:

@@ -1,0 +1,102 @@
+"""The HTML of every prmkit page (evaluation report, lab report, study pages), from Jinja2 templates.
+
+The templates live in ``prmkit/templates/`` and are autoescaped: text passed in is escaped, and the
+HTML these functions return is marked safe (``markupsafe.Markup``), so blocks nest without double
+escaping. The blocks: :func:`table`, :func:`figure` (a PNG embedded as base64, so a page needs no other
+file), :func:`bon_section` and :func:`steps_section` (the results of ``prmkit eval bon`` / ``steps``),
+and :func:`page` (a whole self-contained page around them).
+
+>>> str(table(["N", "acc"], [["1", "<b>"]]))
+'<table><tr><th>N</th><th>acc</th></tr><tr><td>1</td><td>&lt;b&gt;</td></tr></table>'
+>>> "Reproduce with <code>prmkit x</code>" in page("t", [table(["a"], [])], command="prmkit x")
+True
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import os
+from pathlib import Path
+
+from markupsafe import Markup
+
+
+@functools.cache
+def environment():
+    """The Jinja2 environment over ``prmkit/templates`` (autoescaping, undefined names are errors)."""
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader("prmkit", "templates"), autoescape=True,
+                              undefined=jinja2.StrictUndefined, keep_trailing_newline=False)
+
+
+def render(template: str, **context) -> Markup:
+    """One template rendered, as safe HTML."""
+    return Markup(environment().get_template(template).render(**context).strip())
+
+
+@functools.cache
+def css() -> str:
+    """The style sheet every page embeds."""
+    return environment().loader.get_source(environment(), "style.css")[0].strip()
+
+
+def table(header: list[str], rows: list[list[str]]) -> Markup:
+    """An HTML table; cells are text (escaped) or HTML from these functions."""
+    return render("table.html.j2", header=header, rows=rows)
+
+
+def figure(path: str | os.PathLike) -> Markup:
+    """A PNG embedded as base64, or a note when the file is missing."""
+    path = Path(path)
+    data = base64.b64encode(path.read_bytes()).decode("ascii") if path.exists() else ""
+    return render("figure.html.j2", name=path.name, data=data)
+
+
+def page(title: str, body: list, heading: str | None = None, command: str | None = None,
+         config: str | None = None) -> str:
+    """A self-contained page: ``heading`` (default ``title``), the command that reproduces it (when given),
+    the ``body`` fragments (HTML from these functions, or text), the configuration (when given)."""
+    return str(render("page.html.j2", title=title, heading=heading, command=command, body=body, config=config,
+                      css=Markup(css())))
+
+
+def pct(x: float) -> str:
+    """A fraction as a percentage with one decimal: ``0.1234`` -> ``12.3``."""
+    return f"{100 * x:.1f}"
+
+
+def bon_section(result: dict) -> Markup:
+    """Every number of a ``prmkit eval bon`` result: each curve at each N with its CI, and the first sample."""
+    curves = {k: v for k, v in result["curves"].items() if k != "first_acc"}
+    names = sorted(curves, key=lambda k: (k != "pass", not k.startswith("bon"), k))
+    rows = []
+    for j, n in enumerate(result["ns"]):
+        row = [str(n)]
+        for name in names:
+            c = curves[name]
+            cell = f"{pct(c['estimate'][j])} [{pct(c['ci_low'][j])}, {pct(c['ci_high'][j])}]"
+            row.append(cell + (f" ±{100 * c['mc_se'][j]:.2f}" if "mc_se" in c else ""))
+        rows.append(row)
+    first = result["curves"]["first_acc"]
+    return render("bon.html.j2", source=result.get("source", []), pool=result["pool"], table=table(["N", *names], rows),
+                  first=f"{pct(first['estimate'][0])} [{pct(first['ci_low'][0])}, {pct(first['ci_high'][0])}]")
+
+
+def steps_section(result: dict) -> Markup:
+    """A ``prmkit eval steps`` result: per subset accuracies and F1, the threshold, AUROC and calibration."""
+    rows = [[name, str(s["n"]), pct(s["acc_erroneous"]), pct(s["acc_correct"]), pct(s["f1"])]
+            for name, s in result["subsets"].items()]
+    lines = [Markup("mean F1 over subsets: <b>{}</b>").format(pct(result["mean_f1"])),
+             f"threshold {result['threshold']:.3f}, chosen on {', '.join(result.get('threshold_chosen_on', []))}"]
+    for key, label in (("step_auroc", "step AUROC"), ("step_accuracy", "step accuracy at the threshold")):
+        if key in result:
+            lines.append(f"{label}: {result[key]:.3f}")
+    if result.get("calibration"):
+        lines.append(f"expected calibration error: {result['calibration']['ece']:.3f}")
+    return render("steps.html.j2", source=result.get("source", []), lines=lines,
+                  table=table(["subset", "solutions", "acc. erroneous", "acc. correct", "F1"], rows))
+
+
+__all__ = ["bon_section", "css", "environment", "figure", "page", "pct", "render", "steps_section", "table"]

@@ -30,9 +30,9 @@ the ``rng`` (only :func:`random_sample` draws from it).
 >>> select(pool, SelectConfig("top_k", score="prm_min", k=1))[0].id
 's0'
 
-Importing this module registers ``convincing_wrong_answer``, ``uncertainty`` and ``top_k`` in the
-labelling app's registry (``prmkit label push --strategy convincing_wrong_answer``); see
-:func:`label_strategy` for the score column and ``k`` those use.
+The labelling app's registry (:mod:`prmkit.label.queue`) offers ``convincing_wrong_answer``,
+``uncertainty`` and ``top_k`` from here (``prmkit label push --strategy convincing_wrong_answer``); see
+:func:`label_strategy` for the score column and ``k`` those use. This module knows nothing of the app.
 """
 
 from __future__ import annotations
@@ -330,17 +330,3 @@ def label_strategy(name: str) -> Callable[[list[Solution], int, Random], list[So
     strategy.__module__ = __name__
     strategy.__doc__ = f"{name}, on the default score column, k in all (see prmkit.select.label_strategy)."
     return strategy
-
-
-def _register_label_strategies() -> None:
-    from prmkit.label.queue import STRATEGIES, register
-
-    for name in ("convincing_wrong_answer", "uncertainty", "top_k"):  # "random" is the app's own already
-        existing = STRATEGIES.get(name)
-        # A second import of this module (pytest's importlib mode may load it again) re-registers the same.
-        if existing is not None and (existing.__module__, existing.__qualname__) == (__name__, f"label_{name}"):
-            continue
-        register(name)(label_strategy(name))
-
-
-_register_label_strategies()

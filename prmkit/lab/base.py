@@ -34,11 +34,10 @@ import json
 import os
 import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from prmkit.lab.config import BaseConfig, lab_format, preset
 from prmkit.lab.domain import KINDS, config_hash
-from prmkit.model.formatter import FormatConfig
 
 SPECIAL = ("<pad>", "<s>", "</s>", "<unk>", "<step>")
 WORDS = ("Start", "at", "What", "is", "the", "final", "value", "set", "to", "check", "Answer",
@@ -46,11 +45,6 @@ WORDS = ("Start", "at", "What", "is", "the", "final", "value", "set", "to", "che
 SYMBOLS = ("\n", ".", "?", ":", "=", "+", "-", "*", "/", "#")
 LETTERS = tuple(chr(c) for c in range(ord("A"), ord("Z") + 1))
 MAX_NUMBER = 999
-
-
-def lab_format(max_length: int = 384) -> FormatConfig:
-    """The lab's formatting: a step per line, each ended by a ``<step>`` marker."""
-    return FormatConfig(separator="\n", marker="<step>", problem_suffix="\n", max_length=max_length)
 
 
 def lab_tokenizer():
@@ -72,37 +66,7 @@ def lab_tokenizer():
                                    clean_up_tokenization_spaces=False)
 
 
-@dataclass(frozen=True)
-class BaseConfig:
-    """The base model and its pretraining. Inert: checked on creation, no I/O."""
-
-    hidden_size: int = field(default=128, metadata={"help": "model width"})
-    layers: int = field(default=2, metadata={"help": "transformer blocks"})
-    heads: int = field(default=4, metadata={"help": "attention heads"})
-    intermediate_size: int = field(default=256, metadata={"help": "MLP width"})
-    steps: int = field(default=400, metadata={"help": "optimiser steps of pretraining"})
-    batch_size: int = field(default=32, metadata={"help": "solutions per optimiser step"})
-    lr: float = field(default=3e-3, metadata={"help": "peak learning rate (cosine decay after warm-up)"})
-    warmup: int = field(default=50, metadata={"help": "linear warm-up steps"})
-    seed: int = field(default=0, metadata={
-        "help": "seed of the pretraining pool and the weights: one base for every run seed, as the paper has "
-                "one pretrained base"})
-    max_length: int = field(default=384, metadata={"help": "most tokens per solution (formatter truncation)"})
-    numeric_init: float = field(default=0.1, metadata={
-        "help": "scale of the Fourier features of its value added to each number token's initial embedding "
-                "(0: plain random init); they make arithmetic learnable in a CPU budget"})
-
-    def __post_init__(self):
-        if self.hidden_size % self.heads:
-            raise ValueError(f"hidden_size {self.hidden_size} must be a multiple of heads {self.heads}")
-        for name in ("hidden_size", "layers", "heads", "intermediate_size", "steps", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"base.{name} must be at least 1")
-
-
 def _cfg():
-    from prmkit.lab.config import preset
-
     return preset("default")
 
 

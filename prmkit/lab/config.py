@@ -21,12 +21,63 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prmkit.config import apply, read_recipe, resolve
-from prmkit.lab.base import BaseConfig
 from prmkit.lab.domain import OOD, LedgerConfig, config_hash
 from prmkit.lab.generator import GeneratorConfig
 from prmkit.lab.labellers import LabellerConfig
-from prmkit.lab.rm import lab_rm
+from prmkit.model.formatter import FormatConfig
 from prmkit.train.config import TrainConfig
+
+RM_BASE = "base"
+"""The name that ``rm.base_model`` and ``rm.features`` use for the run's base model folder."""
+
+
+def lab_format(max_length: int = 384) -> FormatConfig:
+    """The lab's formatting: a step per line, each ended by a ``<step>`` marker."""
+    return FormatConfig(separator="\n", marker="<step>", problem_suffix="\n", max_length=max_length)
+
+
+
+@dataclass(frozen=True)
+class BaseConfig:
+    """The base model and its pretraining. Inert: checked on creation, no I/O."""
+
+    hidden_size: int = field(default=128, metadata={"help": "model width"})
+    layers: int = field(default=2, metadata={"help": "transformer blocks"})
+    heads: int = field(default=4, metadata={"help": "attention heads"})
+    intermediate_size: int = field(default=256, metadata={"help": "MLP width"})
+    steps: int = field(default=400, metadata={"help": "optimiser steps of pretraining"})
+    batch_size: int = field(default=32, metadata={"help": "solutions per optimiser step"})
+    lr: float = field(default=3e-3, metadata={"help": "peak learning rate (cosine decay after warm-up)"})
+    warmup: int = field(default=50, metadata={"help": "linear warm-up steps"})
+    seed: int = field(default=0, metadata={
+        "help": "seed of the pretraining pool and the weights: one base for every run seed, as the paper has "
+                "one pretrained base"})
+    max_length: int = field(default=384, metadata={"help": "most tokens per solution (formatter truncation)"})
+    numeric_init: float = field(default=0.1, metadata={
+        "help": "scale of the Fourier features of its value added to each number token's initial embedding "
+                "(0: plain random init); they make arithmetic learnable in a CPU budget"})
+
+    def __post_init__(self):
+        if self.hidden_size % self.heads:
+            raise ValueError(f"hidden_size {self.hidden_size} must be a multiple of heads {self.heads}")
+        for name in ("hidden_size", "layers", "heads", "intermediate_size", "steps", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"base.{name} must be at least 1")
+
+
+
+def lab_rm(**overrides) -> TrainConfig:
+    """The lab's reward-model recipe (``LabConfig.rm``, a ``prmkit train`` config): the base with a
+    ``classify`` head and the base's per-token surprise through the feature adapter; its new parts learn
+    at ``new_lr``. Data and output are set per job (:func:`prmkit.lab.rm.job_config`)."""
+    fmt = lab_format()
+    recipe = TrainConfig(base_model=RM_BASE, features=f"surprise:{RM_BASE}", head="classify", max_steps=300,
+                         batch_size=32, lr=2e-3, new_lr=1e-2, warmup_steps=20, weight_decay=0.01, scheduler="linear",
+                         eval_fraction=0.0, eval_every=0, save_every=0, log_every=10, tensorboard=False,
+                         separator=fmt.separator, marker=fmt.marker, problem_suffix=fmt.problem_suffix,
+                         max_length=fmt.max_length)
+    return dataclasses.replace(recipe, **overrides)
+
 
 SPLITS = ("eval", "train", "ood", "pretrain")
 """Pools the lab generates: held-out evaluation, solutions to label, the held-out family, and
@@ -127,4 +178,5 @@ def from_recipe(path: str | Path, cls=None) -> LabConfig:
     return resolve(cls or LabConfig, read_recipe(path))
 
 
-__all__ = ["PRESETS", "RECIPES", "SPLITS", "LabConfig", "config_hash", "from_recipe", "preset"]
+__all__ = ["PRESETS", "RECIPES", "RM_BASE", "SPLITS", "BaseConfig", "LabConfig", "config_hash", "from_recipe",
+           "lab_format", "lab_rm", "preset"]

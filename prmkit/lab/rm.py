@@ -23,22 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.base import lab_format
+from prmkit.lab.config import RM_BASE as BASE
+from prmkit.lab.config import lab_rm
 from prmkit.train.config import TrainConfig
-
-BASE = "base"
-"""The name that ``rm.base_model`` and ``rm.features`` use for the run's base model folder."""
-
-
-def lab_rm(**overrides) -> TrainConfig:
-    """The lab's reward-model recipe (``LabConfig.rm``): data and output are set per job."""
-    fmt = lab_format()
-    recipe = TrainConfig(base_model=BASE, features=f"surprise:{BASE}", head="classify", max_steps=300, batch_size=32,
-                         lr=2e-3, new_lr=1e-2, warmup_steps=20, weight_decay=0.01, scheduler="linear",
-                         eval_fraction=0.0, eval_every=0, save_every=0, log_every=10, tensorboard=False,
-                         separator=fmt.separator, marker=fmt.marker, problem_suffix=fmt.problem_suffix,
-                         max_length=fmt.max_length)
-    return dataclasses.replace(recipe, **overrides)
 
 
 def job_config(rm: TrainConfig, kind: str, data: str, out: str, base_dir: str, seed: int, progress: bool,

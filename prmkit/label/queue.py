@@ -62,4 +62,12 @@ def select(name: str, candidates: list[Solution], k: int | None, rng: Random) ->
         raise ValueError(f"strategy {name!r} returned {len(chosen)} candidates, more than the {k} asked for")
     return chosen
 
-import prmkit.select  # noqa: F401  registers convincing_wrong_answer, uncertainty, top_k
+def _register_selection_strategies() -> None:
+    """The selection stage's strategies (:mod:`prmkit.select`) under their names, beside the app's own."""
+    from prmkit.select import label_strategy
+
+    for name in ("convincing_wrong_answer", "uncertainty", "top_k"):  # "random" is the app's own already
+        STRATEGIES.setdefault(name, label_strategy(name))
+
+
+_register_selection_strategies()

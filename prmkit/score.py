@@ -67,10 +67,14 @@ class ScoreConfig:
 
 
 class Scorer:
-    """A loaded reward model. ``probabilities(problems, step_lists) -> [array [kept_steps, outputs]]``."""
+    """A loaded reward model. ``probabilities(problems, step_lists) -> [array [kept_steps, outputs]]``.
+
+    A model trained with per-token features (:mod:`prmkit.model.features`) computes them from the source
+    LM saved in its folder; ``features`` passes a source to share instead (several models reading the
+    same LM's surprise then compute it once per solution)."""
 
     def __init__(self, model_dir: str | os.PathLike, device=None, neutral: str = "", dtype=None,
-                 packing: str = "auto"):
+                 packing: str = "auto", features=None):
         import torch
 
         from prmkit.model.hub import load_model
@@ -91,10 +95,11 @@ class Scorer:
         self.truncation = TruncationReport()
         self.packed = choose(packing, self.model.backbone)
         self.features = None
-        if self.card.features:
+        if self.card.features:  # ``features``: a source shared with other scorers (the same LM), else its own
             from prmkit.model.features import make_source, saved_spec
 
-            self.features = make_source(saved_spec(model_dir, self.card.features), device)
+            self.features = features or make_source(saved_spec(model_dir, self.card.features), device)
+            self.features.check_tokenizer(self.tokenizer)
 
     def probabilities(self, problems: list[str], step_lists: list[list[str]], batch_size: int = 32,
                       sort_by_length: bool = True) -> list[np.ndarray]:

@@ -61,6 +61,23 @@ def test_a_failed_job_leaves_nothing_that_looks_done(tmp_path):
     assert not (tmp_path / "job").exists()
 
 
+def test_an_interrupted_job_resumes_in_its_partial_folder_only_under_the_same_key(tmp_path):
+    def boom(out):
+        (out / "checkpoint.txt").write_text("step 4")
+        raise RuntimeError("killed")
+
+    def resume(out):
+        return {"found": (out / "checkpoint.txt").read_text() if (out / "checkpoint.txt").exists() else None}
+
+    with pytest.raises(RuntimeError):
+        run_job(str(tmp_path / "job"), "k", boom)
+    assert run_job(str(tmp_path / "job"), "k", resume)["found"] == "step 4"
+    with pytest.raises(RuntimeError):
+        run_job(str(tmp_path / "other"), "k", boom)
+    assert run_job(str(tmp_path / "other"), "k2", resume)["found"] is None  # another key: a clean start
+    assert not (tmp_path / "job" / ".key").exists()
+
+
 def test_key_of_is_stable_and_tells_configs_apart():
     assert key_of(BaseConfig(), 1) == key_of(BaseConfig(), 1) != key_of(BaseConfig(steps=1), 1)
 
@@ -115,11 +132,11 @@ def test_quick_run_end_to_end_through_the_cli(quick_run):
     assert all(f"seed {s}" in html for s in SEEDS) and "Wall time per stage" in html and "Configuration" in html
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["results"]) == {str(s) for s in SEEDS}
-    assert set(summary["timings"]) >= {"data", "base", "likelihood", "rm", "score", "evaluate", "report"}
-    sol = next(iter(read_solutions(out / "seed-0" / "score" / "eval.jsonl.gz")))
+    assert set(summary["timings"]) >= {"data", "base", "rm", "score", "evaluate", "report"}
+    sol = next(iter(read_solutions(out / "seed-0" / "score-eval" / "eval.jsonl.gz")))
     assert {"prm_min", "prm_product", "prm_last", "prm_mean", "orm", "likelihood_mean", "likelihood_min"} <= set(sol.scores)
     assert {"p_correct", "p_pos", "p_neg", "base_logp_min"} <= set(sol.steps[0].scores)
-    ood = next(iter(read_solutions(out / "seed-0" / "score" / "ood.jsonl.gz")))
+    ood = next(iter(read_solutions(out / "seed-0" / "score-ood" / "ood.jsonl.gz")))
     assert ood.problem.subject == "ledger-ood" and "prm_min" in ood.scores
     assert "seed 2: PRM(min)@16" in quick_run["stdout"]
 
@@ -137,7 +154,7 @@ def test_a_second_run_skips_every_stage_and_changes_nothing(quick_run, capsys):
     finally:
         mp.undo()
     log = capsys.readouterr().out
-    for stage in ("data", "base", "likelihood", "rm", "score", "evaluate"):
+    for stage in ("data", "base", "rm", "score", "evaluate"):
         assert f"stage {stage}: 0 of" in log and "(all cached)" in log
     assert {p: p.read_bytes() for p in files} == before
 
@@ -150,7 +167,7 @@ def test_prmkit_eval_bon_on_the_scored_files_reproduces_every_best_of_n_number(q
         for pool in ("eval", "ood"):
             lab = json.loads((quick_run["out"] / f"seed-{seed}" / "evaluate" / f"{pool}.json").read_text())
             columns = lab["settings"]["columns"]
-            argv = ["eval", "bon", str(quick_run["out"] / f"seed-{seed}" / "score" / f"{pool}.jsonl.gz"),
+            argv = ["eval", "bon", str(quick_run["out"] / f"seed-{seed}" / f"score-{pool}" / f"{pool}.jsonl.gz"),
                     "--answer-key", "exact", "--no-vote", "--score", ",".join(columns), "--bootstrap", "20",
                     "--out", str(tmp_path), "--name", f"{seed}-{pool}"]
             assert main(argv) == 0
@@ -179,11 +196,11 @@ def test_an_interrupted_run_resumes_to_the_same_bytes(quick_run, tmp_path):
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)
     deadline = time.time() + 600
-    while not list(out.glob("seed-0/.rm-*.part/model/metrics.jsonl")) and time.time() < deadline:
+    while not list(out.glob("seed-0/.rm-*.part/model/**/metrics.jsonl")) and time.time() < deadline:
         time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    assert not (out / "seed-0" / "score").exists(), "the run finished before it could be interrupted"
+    assert not (out / "seed-0" / "score-eval").exists(), "the run finished before it could be interrupted"
     subprocess.run(argv, env=env, check=True, capture_output=True, timeout=1200)
     done = quick_run["out"] / "seed-0"
     files = sorted(p.relative_to(done) for p in done.glob("**/*") if p.is_file()

@@ -69,11 +69,13 @@ class BaseConfig:
 def lab_rm(**overrides) -> TrainConfig:
     """The lab's reward-model recipe (``LabConfig.rm``, a ``prmkit train`` config): the base with a
     ``classify`` head and the base's per-token surprise through the feature adapter; its new parts learn
-    at ``new_lr``. Data and output are set per job (:func:`prmkit.lab.rm.job_config`)."""
+    at ``new_lr``. Three restarts, the best kept on a held-out tenth of the labelled problems
+    (:mod:`prmkit.train.restarts`): one seed of this recipe reached step AUROC 0.90, another 0.98.
+    Data and output are set per job (:func:`prmkit.lab.rm.job_config`)."""
     fmt = lab_format()
     recipe = TrainConfig(base_model=RM_BASE, features=f"surprise:{RM_BASE}", head="classify", max_steps=300,
                          batch_size=32, lr=2e-3, new_lr=1e-2, warmup_steps=20, weight_decay=0.01, scheduler="linear",
-                         eval_fraction=0.0, eval_every=0, save_every=0, log_every=10, tensorboard=False,
+                         restarts=3, eval_fraction=0.1, eval_every=0, save_every=100, log_every=10, tensorboard=False,
                          separator=fmt.separator, marker=fmt.marker, problem_suffix=fmt.problem_suffix,
                          max_length=fmt.max_length)
     return dataclasses.replace(recipe, **overrides)

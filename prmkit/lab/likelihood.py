@@ -39,8 +39,9 @@ def likelihood_scores(logp: np.ndarray, spans: list[tuple[int, int]]) -> dict[st
 
 
 def write_label_free(out: str | os.PathLike, pool_file: str | os.PathLike, base_dir: str | os.PathLike, fmt,
-                     device: str = "cpu") -> int:
-    """Copy a pool's records into ``out`` with their label-free scores; return the count."""
+                     device: str = "cpu", source=None) -> int:
+    """Copy a pool's records into ``out`` with their label-free scores; return the count. ``source``: a
+    :class:`~prmkit.model.features.SurpriseSource` of ``base_dir`` to share (its results are kept)."""
     import transformers
 
     from prmkit.io import read_solutions, write_records
@@ -49,7 +50,7 @@ def write_label_free(out: str | os.PathLike, pool_file: str | os.PathLike, base_
     sols = list(read_solutions(pool_file))
     tok = transformers.AutoTokenizer.from_pretrained(base_dir)
     encoded = encode_many(tok, [(s.problem.problem, s.texts) for s in sols], fmt)
-    logps = SurpriseSource(base_dir, device).raw([e.input_ids for e in encoded])
+    logps = (source or SurpriseSource(base_dir, device)).raw([e.input_ids for e in encoded])
     for sol, enc, pairs in zip(sols, encoded, logps, strict=True):
         d = likelihood_scores(pairs[:, 0], enc.spans)
         sol.scores.update({k: d[k] for k in LABEL_FREE if not math.isnan(d[k])})

@@ -16,11 +16,11 @@ stage        jobs (per seed unless said)                            outputs
 data         generate eval, train, ood pools; label train           ``data/*.jsonl.gz``, ``stats.json``
 base         pretrain the base model once for all seeds (cached     ``$PRMKIT_CACHE/lab-base/<key>/``,
              in the cache folder by config hash)                    ``RUN_DIR/base.json``
-likelihood   the base model's label-free scores, per pool           ``likelihood-<pool>/<pool>.jsonl.gz``
-rm           ``prmkit train`` PRM and ORM (per label budget) with   ``rm-<kind>-<budget>/``: ``model/``,
-             the base's surprise as features; ``prmkit score``      ``scored-<pool>.jsonl.gz``
-             the eval and ood pools with them
-score        one scored file per pool: every model's scores         ``score/<pool>.jsonl.gz``
+rm           ``prmkit train`` PRM and ORM (per label budget) with   ``rm-<kind>-<budget>/model/``
+             the base's surprise as features
+score        per pool: the base's label-free scores and every       ``score-<pool>/<pool>.jsonl.gz``
+             model's (``prmkit score``), one file
+
 evaluate     best-of-N, votes, pass@N with CIs; step AUROC          ``evaluate/*.json``
 report       every seed: figures, tables, config, wall times       ``RUN_DIR/report.html``
 ===========  =====================================================  ===================================
@@ -69,18 +69,25 @@ def is_done(folder: Path, key: str) -> bool:
 def run_job(folder: str, key: str, fn, *args) -> dict:
     """Run ``fn(tmp_folder, *args)`` unless ``folder`` is done with ``key``; return its ``done.json``.
 
-    The outputs are written to a temporary sibling renamed into place, with ``done.json`` last.
+    The outputs are written to a temporary sibling renamed into place, with ``done.json`` last. A rerun
+    after an interruption hands ``fn`` the same temporary folder as it was (when the key is the same),
+    so a job that checkpoints resumes; ``fn`` must overwrite what it rewrites.
     """
     folder = Path(folder)
     if is_done(folder, key):
         return {**json.loads((folder / "done.json").read_text()), "cached": True}
     tmp = folder.with_name(f".{folder.name}.part")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    # an interrupted job of the same key keeps its partial outputs (a training job resumes from its
+    # checkpoints and finished restarts); any other leftover is removed
+    if not (tmp / ".key").is_file() or (tmp / ".key").read_text() != key:
+        shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True, exist_ok=True)
+    (tmp / ".key").write_text(key)
     start = time.perf_counter()
     info = fn(tmp, *args) or {}
     done = {"key": key, "seconds": round(time.perf_counter() - start, 2), **info}
     (tmp / "done.json").write_text(json.dumps(done, indent=2) + "\n")
+    (tmp / ".key").unlink()
     shutil.rmtree(folder, ignore_errors=True)
     os.replace(tmp, folder)
     return {**done, "cached": False}
@@ -173,16 +180,6 @@ def job_base(out: Path, cfg: LabConfig, progress: bool, device: str = "auto") ->
     return {"path": str(folder), "pretrain_seconds": info.get("seconds"), "final_loss": info.get("final_loss")}
 
 
-def job_likelihood(out: Path, base_dir: str, pool_file: str, max_length: int, device: str = "cpu") -> dict:
-    """The pool's records with the base model's label-free scores (:mod:`prmkit.lab.likelihood`)."""
-    from prmkit.lab.base import lab_format
-    from prmkit.lab.likelihood import write_label_free
-
-    _init_worker()
-    n = write_label_free(out / Path(pool_file).name, pool_file, base_dir, lab_format(max_length), device)
-    return {"solutions": n}
-
-
 def job_rm(out: Path, kind: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
            progress: bool, pools: tuple[str, ...] = POOLS, device: str = "auto") -> dict:
     """Train one reward model on the first ``budget`` labelled solutions, then score ``pools`` with it."""
@@ -210,30 +207,56 @@ def solution_score_name(kind: str, budget: int, cfg: LabConfig) -> str:
     return f"{name}_min" if kind == "prm" else name
 
 
-def job_score(out: Path, likelihood_dirs: dict, rm_dirs: dict) -> dict:
-    """Scored eval and ood pools: the label-free scores and every reward model's, in one file per pool."""
+def job_score(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_file: str, models: dict[str, str],
+              progress: bool, device: str = "auto") -> dict:
+    """One pool scored by the base model (label-free) and by every reward model (``prmkit score``, one
+    :class:`~prmkit.score.Scorer` each), all in ``out/<pool>.jsonl.gz``. ``models``: score name -> model folder.
+
+    The models share one feature source, so each solution's surprise is computed once for all of them."""
+    from prmkit.lab.config import lab_format
+    from prmkit.lab.likelihood import write_label_free
     from prmkit.lab.scoring import merge_scored
+    from prmkit.model.features import SurpriseSource
+    from prmkit.score import ScoreConfig, Scorer, score_file
+    from prmkit.train.loop import uses_cuda
 
-    counts = {}
-    for pool in POOLS:
-        scored = [Path(d) / f"scored-{pool}.jsonl.gz" for d in rm_dirs.values()]
-        counts[pool] = merge_scored(out / f"{pool}.jsonl.gz", Path(likelihood_dirs[pool]) / f"{pool}.jsonl.gz",
-                                    sorted(p for p in scored if p.exists()))
-    return {"solutions": counts}
+    _init_worker()
+    on = "cuda" if uses_cuda(device) else "cpu"
+    source = SurpriseSource(base_dir, on)
+    base_file = out / f".{pool}-label-free.jsonl.gz"
+    write_label_free(base_file, pool_file, base_dir, lab_format(cfg.base.max_length), on, source)
+    scored, seconds = [], {}
+    for name, model in sorted(models.items()):
+        start = time.perf_counter()
+        path = out / f".{pool}-{name}.jsonl.gz"
+        scorer = Scorer(model, device=on, features=source)
+        score_file(model, pool_file, path, ScoreConfig(name=name, batch_size=64, progress=progress, resume=False,
+                                                       device=device), scorer)
+        scored.append(path)
+        seconds[name] = round(time.perf_counter() - start, 1)
+    n = merge_scored(out / f"{pool}.jsonl.gz", base_file, scored)
+    for path in [base_file, *scored]:
+        path.unlink()
+    return {"solutions": n, "models": sorted(models), "score_seconds": seconds}
 
 
-def job_evaluate(out: Path, cfg: LabConfig, score_dir: str, seed: int) -> dict:
+def job_evaluate(out: Path, cfg: LabConfig, scored: dict[str, str], seed: int) -> dict:
+    """Every number of the report from each pool's scored file (``scored``: pool -> file)."""
     from prmkit.lab.scoring import evaluate_scored
 
     summary = {}
     for pool in POOLS:
-        result = evaluate_scored(Path(score_dir) / f"{pool}.jsonl.gz", cfg, seed)
+        result = evaluate_scored(scored[pool], cfg, seed)
         (out / f"{pool}.json").write_text(json.dumps(result, indent=2) + "\n")
         summary[pool] = {k: result["headline"][k] for k in list(result["headline"])[:4]}
     return summary
 
 
 # --- the pipeline -----------------------------------------------------------------------------------
+
+def _done_key(folder) -> str:
+    return json.loads((Path(folder) / "done.json").read_text())["key"]
+
 
 def budgets(cfg: LabConfig) -> list[int]:
     """Label budgets of the run: the sweep's and the full train split, ascending."""
@@ -248,7 +271,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     one job at a time in this process (one GPU, no worker processes); on a CPU, ``jobs`` workers."""
     from prmkit.train.loop import uses_cuda
 
-    if uses_cuda(device):
+    if uses_cuda(device):  # one GPU: its jobs run one at a time in this process
         jobs = 1
     _init_worker()  # this process runs the single-job stages (the base model's pretraining among them)
     run_dir = Path(run_dir)
@@ -267,32 +290,32 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
         base_info = runner.stage("base", [(str(run_dir / "base"), bkey, job_base, cfg, progress, device)])[0]
         base_dir = base_info["path"]
         inner = progress and jobs == 1
-        lcalls, ldirs = [], {s: {} for s in seeds}
-        for s in seeds:
-            for pool in POOLS:
-                ldirs[s][pool] = str(sd[s] / f"likelihood-{pool}")
-                lcalls.append((ldirs[s][pool], key_of(data_key[s], bkey, pool, cfg.base.max_length), job_likelihood,
-                               base_dir, str(sd[s] / "data" / f"{pool}.jsonl.gz"), cfg.base.max_length,
-                               "cuda" if uses_cuda(device) else "cpu"))
-        runner.stage("likelihood", lcalls)
         rcalls, rdirs = [], {s: {} for s in seeds}
         for s in seeds:
             for budget in budgets(cfg)[::-1]:
                 for kind in KINDS:
                     folder = sd[s] / f"rm-{kind}-{budget}"
-                    rdirs[s][f"{kind}@{budget}"] = str(folder)
+                    rdirs[s][(kind, budget)] = folder
                     key = key_of(data_key[s], bkey, cfg.rm, kind, budget, cfg.labelled, RM_VERSION)
-                    pools = POOLS if budget == cfg.labelled else ("eval",)  # the sweep is about held-out problems
                     rcalls.append((str(folder), key, job_rm, kind, budget, cfg, s, base_dir, str(sd[s] / "data"),
-                                   inner, pools, device))
+                                   inner, (), device))
         runner.stage("rm", rcalls)
-        rm_keys = {s: [json.loads((Path(d) / "done.json").read_text())["key"] for d in rdirs[s].values()] for s in seeds}
-        runner.stage("score", [(str(sd[s] / "score"), key_of(rm_keys[s], data_key[s], bkey, RM_VERSION),
-                                job_score, ldirs[s], rdirs[s]) for s in seeds])
-        score_keys = {s: json.loads((sd[s] / "score" / "done.json").read_text())["key"] for s in seeds}
+        scalls, scored = [], {s: {} for s in seeds}
+        for s in seeds:
+            for pool in POOLS:
+                # the sweep's models score the held-out pool only: the sweep is about held-out problems
+                models = {score_name(k, b, cfg): str(d / "model") for (k, b), d in rdirs[s].items()
+                          if pool == "eval" or b == cfg.labelled}
+                keys = sorted(_done_key(rdirs[s][kb]) for kb in rdirs[s] if score_name(*kb, cfg) in models)
+                folder = sd[s] / f"score-{pool}"
+                scored[s][pool] = str(folder / f"{pool}.jsonl.gz")
+                scalls.append((str(folder), key_of(keys, data_key[s], bkey, pool, RM_VERSION), job_score, pool, cfg,
+                               base_dir, str(sd[s] / "data" / f"{pool}.jsonl.gz"), models, inner, device))
+        runner.stage("score", scalls)
+        score_keys = {s: [_done_key(Path(f).parent) for f in scored[s].values()] for s in seeds}
         runner.stage("evaluate", [(str(sd[s] / "evaluate"),
                                    key_of(score_keys[s], cfg.vote_target_se, cfg.bootstrap, 2),
-                                   job_evaluate, cfg, str(sd[s] / "score"), s) for s in seeds])
+                                   job_evaluate, cfg, scored[s], s) for s in seeds])
     finally:
         runner.close()
     from prmkit.lab.report import write_lab_report

@@ -94,10 +94,14 @@ class SurpriseSource:
         import transformers
 
         self.folder = str(folder)
+        from prmkit.model.packing import choose
+
         self.model = transformers.AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
+        self.packed = choose("auto", self.model)
         self.device = device
         self.batch_size = batch_size
         self.vocab = transformers.AutoTokenizer.from_pretrained(folder).get_vocab()
+        self._cache: dict[tuple, np.ndarray] = {}
 
     def check_tokenizer(self, tokenizer) -> None:
         """Refuse a reward model whose token ids mean something else to the source LM."""
@@ -107,24 +111,47 @@ class SurpriseSource:
 
     @torch.no_grad()
     def raw(self, token_lists: list[list[int]]) -> list[np.ndarray]:
-        """Per solution, ``[tokens, 2]`` float32: log-probability and entropy of each token's prediction."""
-        lengths = np.array([len(t) for t in token_lists])
-        out: list[np.ndarray] = [None] * len(token_lists)  # type: ignore[list-item]
-        for s in range(0, len(token_lists), self.batch_size):
-            idx = np.argsort(lengths, kind="stable")[s:s + self.batch_size]
-            width = int(lengths[idx].max())
-            ids = torch.zeros((len(idx), width), dtype=torch.long)
-            attn = torch.zeros((len(idx), width), dtype=torch.long)
-            for r, i in enumerate(idx):
-                ids[r, : lengths[i]] = torch.tensor(token_lists[i])
-                attn[r, : lengths[i]] = 1
-            ids, attn = ids.to(self.device), attn.to(self.device)
-            logp_all = torch.log_softmax(self.model(input_ids=ids, attention_mask=attn).logits.float()[:, :-1], -1)
-            logp = logp_all.gather(-1, ids[:, 1:, None])[..., 0]
-            entropy = -(logp_all.exp() * logp_all).sum(-1)
-            pairs = torch.nn.functional.pad(torch.stack([logp, entropy], -1), (0, 0, 1, 0)).cpu().numpy()
-            for r, i in enumerate(idx):
-                out[i] = pairs[r, : lengths[i]].astype(np.float32)
+        """Per solution, ``[tokens, 2]`` float32: log-probability and entropy of each token's prediction.
+
+        Batches of similar length, laid end to end with no padding where the LM allows
+        (:mod:`prmkit.model.packing`); results are kept (by token ids), so scoring a file with several
+        models that share this source computes each solution's features once."""
+        todo = sorted({tuple(t) for t in token_lists if tuple(t) not in self._cache}, key=len)
+        for s in range(0, len(todo), self.batch_size):
+            batch = todo[s:s + self.batch_size]
+            for ids, pairs in zip(batch, self._forward([list(t) for t in batch])):
+                self._cache[ids] = pairs
+        return [self._cache[tuple(t)] for t in token_lists]
+
+    def _forward(self, batch: list[list[int]]) -> list[np.ndarray]:
+        from prmkit.model.packing import backbone_kwargs, pack
+
+        lengths = [len(t) for t in batch]
+        if self.packed:
+            row = pack(batch)
+            ids = row["input_ids"].to(self.device)
+            kwargs = backbone_kwargs(row["position_ids"].to(self.device), row["cu_seq_lens"].to(self.device))
+            logits = self.model(input_ids=ids, **kwargs).logits.float()[0]
+            ids = ids[0]
+        else:
+            width = max(lengths)
+            padded = torch.tensor([t + [0] * (width - len(t)) for t in batch], device=self.device)
+            attn = torch.tensor([[1] * n + [0] * (width - n) for n in lengths], device=self.device)
+            logits = self.model(input_ids=padded, attention_mask=attn).logits.float()
+            keep = attn.bool()
+            ids, logits = padded[keep], logits[keep]
+        # every position of the row at once: position t predicts token t + 1 of its own solution; the
+        # first token of each solution has no prediction (0, 0), so the values shift by one per solution
+        logp_all = torch.log_softmax(logits, -1)
+        logp = logp_all[:-1].gather(-1, ids[1:, None])[:, 0]
+        entropy = -(logp_all.exp() * logp_all).sum(-1)[:-1]
+        pairs = torch.nn.functional.pad(torch.stack([logp, entropy], -1), (0, 0, 1, 0)).cpu().numpy()
+        out, start = [], 0
+        for n in lengths:
+            part = pairs[start:start + n].astype(np.float32)
+            part[0] = 0.0
+            out.append(part)
+            start += n
         return out
 
     def __call__(self, token_lists: list[list[int]]) -> list[np.ndarray]:

@@ -50,6 +50,12 @@ class TrainConfig:
                                "--eval-fraction of the problems of --data")
     eval_fraction: float = _f(0.1, "share of --data's problems held out for evaluation when --eval-data is not given "
                               "(0: no evaluation)")
+    split_seed: int | None = _f(None, "seed of the held-out split of --eval-fraction; unset: --seed")
+    restarts: int = _f(1, "train this many runs from distinct seeds (seed, seed+1000, ...) and keep the best on the "
+                       "held-out split (--select-metric); guards against a run that stalls at the class prior")
+    select_metric: str = _f("auto", "what chooses among restarts: step_auroc (against held-out labels) or eval_loss; "
+                            "auto: step_auroc for a PRM, eval_loss for an ORM or LM",
+                            choices=("auto", "step_auroc", "eval_loss"))
     features: str = _f("", "per-token inputs through a small adapter into the embeddings: surprise:FOLDER (a "
                        "causal LM's per-token log-probability and entropy; same tokenizer); '' for none")
     # head and labels
@@ -130,7 +136,7 @@ class TrainConfig:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
         if self.features and self.kind == "lm":
             raise ValueError("features feed a reward model; an lm run (next-token pretraining) takes none")
-        for name in ("max_steps", "batch_size", "grad_accum", "eval_batch_size"):
+        for name in ("max_steps", "batch_size", "grad_accum", "eval_batch_size", "restarts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
         if not 0 <= self.eval_fraction < 1:

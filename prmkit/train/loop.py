@@ -137,7 +137,8 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
     if cfg.eval_data:
         train_sols, eval_sols = solutions, list(read_solutions(cfg.eval_data))
     else:
-        train_sols, eval_sols = split_by_problem(solutions, cfg.eval_fraction, cfg.seed)
+        split_seed = cfg.seed if cfg.split_seed is None else cfg.split_seed
+        train_sols, eval_sols = split_by_problem(solutions, cfg.eval_fraction, split_seed)
     model, tokenizer, head, fmt, packed = build_model(cfg, _texts(train_sols))
     if cfg.kind == "lm":
         train, report = build_lm_examples(train_sols, tokenizer, fmt)
@@ -190,7 +191,17 @@ def _scheduler(cfg: TrainConfig, optimizer):
 
 
 def train(cfg: TrainConfig) -> dict:
-    """Train (or resume) a reward model as configured; return the final metrics."""
+    """Train (or resume) a model as configured (``restarts`` runs, the best kept:
+    :mod:`prmkit.train.restarts`); return the final metrics."""
+    if cfg.restarts > 1:
+        from prmkit.train.restarts import train_with_restarts
+
+        return train_with_restarts(cfg, train_once)
+    return train_once(cfg)
+
+
+def train_once(cfg: TrainConfig) -> dict:
+    """One run: train (or resume) as configured; return the final metrics."""
     if cfg.cpu_threads and not uses_cuda(cfg.device):
         torch.set_num_threads(cfg.cpu_threads)
     from accelerate.utils import set_seed
@@ -223,11 +234,13 @@ def _loop(run: Run, start: int, logger) -> dict:
     by_length = cfg.group_by_length if cfg.group_by_length is not None else not run.packed
     bar = tqdm(total=cfg.max_steps, initial=start, disable=not (cfg.progress and acc.is_main_process), desc="train")
     metrics: dict = {}
+    recent: list[float] = []
     step = start
     for step in range(start + 1, cfg.max_steps + 1):
         epoch, k = divmod(step - 1, per_epoch)
         group = plan_epoch(lengths, group_size, cfg.seed, epoch, by_length)[k]
         loss = _optimizer_step(run, group, lengths)
+        recent = [*recent[-(PLATEAU_WINDOW - 1):], loss]
         bar.update(1)
         bar.set_postfix(loss=f"{loss:.4f}")
         if step % cfg.log_every == 0 or step == cfg.max_steps:
@@ -242,10 +255,42 @@ def _loop(run: Run, start: int, logger) -> dict:
             bar.close()
             return {"stopped_at": step}
     bar.close()
-    metrics = evaluate(run)
+    metrics = {**evaluate(run), **plateau_check(run, recent)}
     logger.log(step, metrics)
     save_final(run)
     return metrics
+
+
+PLATEAU_WINDOW = 20
+PLATEAU_MARGIN = 0.02
+
+
+def class_prior_entropy(examples) -> float | None:
+    """The loss of a model that knows only the base rate: the entropy (nats) of the mean target
+    distribution over the supervised targets, or None for next-token examples."""
+    targets = [t for e in examples if e.token_targets is None for t in e.targets if t is not None]
+    if not targets:
+        return None
+    mean = np.asarray(targets, dtype=float).mean(axis=0)
+    if mean.size == 1:
+        mean = np.array([mean[0], 1.0 - mean[0]])
+    mean = mean[mean > 0]
+    return float(-(mean * np.log(mean)).sum())
+
+
+def plateau_check(run: Run, recent: list[float]) -> dict:
+    """Warn when the last steps' training loss sits at the class-prior entropy (the run learned only
+    the base rate); ``{"train_loss_end", "prior_entropy", "plateau"}`` for the final metrics."""
+    prior = class_prior_entropy(run.train)
+    if prior is None or not recent:
+        return {}
+    end = float(np.mean(recent))
+    stalled = abs(end - prior) <= PLATEAU_MARGIN
+    if stalled:
+        run.accelerator.print(f"warning: the training loss ended at {end:.3f}, the class-prior entropy "
+                              f"({prior:.3f} nats): this run learned the base rate only; train longer, or "
+                              "use --restarts to keep the best of several seeds")
+    return {"train_loss_end": end, "prior_entropy": prior, "plateau": stalled}
 
 
 def _optimizer_step(run: Run, group: list[int], lengths: list[int]) -> float:

@@ -1,0 +1,112 @@
+"""The numbers in the lab's docs, generated from the runs' summary files, never typed by hand.
+
+A doc marks each generated table with a pair of comments naming a table and a results file
+(``docs/results/*.json``, the ``summary.json`` of the run that produced them)::
+
+    <!-- generated: lab-eval docs/results/lab-default.json -->
+    ... (replaced) ...
+    <!-- end generated -->
+
+:func:`render_doc` fills every such block; ``scripts/docs_tables.py`` rewrites the docs, and with
+``--check`` (what the test suite runs) fails when a doc does not match its committed summaries.
+
+>>> s = {"seeds": [0], "results": {"0": {"eval": {"N": 4, "prm_min@4": 0.5, "prm_step_auroc": 0.9}}}}
+>>> print(metric_table(s, "eval", [("PRM min@{N}", "prm_min@{N}"), ("PRM step AUROC", "prm_step_auroc")]))
+| held-out pool | seed 0 |
+|---|---|
+| PRM min@4 | 50.0 |
+| PRM step AUROC | 0.900 |
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+EVAL_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("PRM product@{N}", "prm_product@{N}"), ("PRM mean@{N}", "prm_mean@{N}"),
+             ("PRM last@{N}", "prm_last@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{N}", "majority@{N}"),
+             ("weighted vote by PRM min@{N}", "weighted_prm_min@{N}"), ("weighted vote by ORM@{N}", "weighted_orm@{N}"),
+             ("label-free, likelihood_mean@16", "likelihood_mean@16"),
+             ("label-free, likelihood_mean@{N}", "likelihood_mean@{N}"),
+             ("label-free, likelihood_min@{N}", "likelihood_min@{N}"), ("PRM min@16", "prm_min@16"),
+             ("ORM@16", "orm@16"), ("majority@16", "majority@16"), ("pass@{N}", "pass@{N}"),
+             ("first sample", "first_sample"), ("PRM step AUROC (vs the oracle)", "prm_step_auroc"),
+             ("base-model likelihood step AUROC", "likelihood_step_auroc")]
+OOD_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{N}", "majority@{N}"),
+            ("weighted vote by PRM min@{N}", "weighted_prm_min@{N}"), ("weighted vote by ORM@{N}", "weighted_orm@{N}"),
+            ("label-free (better likelihood)@{N}", "label_free@{N}"), ("PRM min@16", "prm_min@16"),
+            ("pass@{N}", "pass@{N}"), ("PRM step AUROC", "prm_step_auroc")]
+POOL_NAMES = {"eval": "held-out pool", "ood": "OOD family"}
+
+
+def _cell(key: str, value: float) -> str:
+    return f"{value:.3f}" if "auroc" in key else f"{100 * value:.1f}"
+
+
+def metric_table(summary: dict, pool: str, rows: list[tuple[str, str]]) -> str:
+    """A markdown table of headline metrics, one column per seed (percent; AUROC as a fraction)."""
+    seeds = [str(s) for s in summary["seeds"]]
+    n = summary["results"][seeds[0]][pool]["N"]
+    lines = [f"| {POOL_NAMES[pool]} | " + " | ".join(f"seed {s}" for s in seeds) + " |",
+             "|---|" + "---|" * len(seeds)]
+    for label, key in rows:
+        key = key.format(N=n)
+        if key not in summary["results"][seeds[0]][pool]:
+            continue
+        cells = [_cell(key, summary["results"][s][pool][key]) for s in seeds]
+        lines.append(f"| {label.format(N=n)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def targets_table(summary: dict) -> str:
+    """The lab report's targets per seed: gap (points) or value, and whether each is met."""
+    seeds = [str(s) for s in summary["seeds"]]
+    names = list(summary["targets"][seeds[0]])
+    lines = ["| target | needs | " + " | ".join(f"seed {s}" for s in seeds) + " |", "|---|---|" + "---|" * len(seeds)]
+    for name in names:
+        first = summary["targets"][seeds[0]][name]
+        needs = f">= {first['least']:.2f}" if "value" in first else f">= {100 * first['least']:.0f}"
+        cells = []
+        for s in seeds:
+            t = summary["targets"][s][name]
+            value = f"{t['value']:.3f}" if "value" in t else f"{100 * t['gap']:+.1f}"
+            cells.append(f"{value} ({'met' if t['met'] else 'missed'})")
+        lines.append(f"| {name} | {needs} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def wall_table(summary: dict) -> str:
+    """Wall and compute seconds per stage of the run that wrote ``summary``."""
+    lines = ["| stage | wall s | compute s (sum over jobs) | jobs run |", "|---|---|---|---|"]
+    for stage, t in summary["timings"].items():
+        compute = f"{t['job_seconds']:.1f}" if "job_seconds" in t else "-"
+        lines.append(f"| {stage} | {t['wall_seconds']:.1f} | {compute} | {t.get('ran', '-')} |")
+    lines.append(f"| **total** | **{summary['total_wall_seconds']:.1f}** | | |")
+    return "\n".join(lines)
+
+
+TABLES = {
+    "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
+    "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
+    "lab-targets": targets_table,
+    "lab-wall": wall_table,
+}
+"""Every generated table, by the name a doc's marker uses."""
+
+BLOCK = re.compile(r"(<!-- generated: (\S+) (\S+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+
+
+def render_doc(text: str, root: Path) -> str:
+    """``text`` with every generated block filled from its results file (paths relative to ``root``)."""
+    def fill(m: re.Match) -> str:
+        name, results = m.group(2), m.group(3)
+        if name not in TABLES:
+            raise ValueError(f"unknown generated table {name!r} (known: {', '.join(TABLES)})")
+        summary = json.loads((root / results).read_text())
+        return f"{m.group(1)}{TABLES[name](summary)}\n{m.group(5)}"
+
+    return BLOCK.sub(fill, text)
+
+
+__all__ = ["TABLES", "metric_table", "render_doc", "targets_table", "wall_table"]

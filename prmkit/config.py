@@ -121,6 +121,14 @@ def field_type(cls, f: dataclasses.Field):
     return eval(f.type, namespace)  # a field annotation of our own dataclasses, not user input
 
 
+def _split(text: str, item_type) -> list[str]:
+    """A list from text: comma-separated; numbers may also be separated by spaces (``"5 9"``), while text
+    items keep their spaces (a label token may be ``" +"``)."""
+    if item_type is str:
+        return text.split(",") if text else []
+    return text.replace(",", " ").split()
+
+
 def resolve(cls, recipe: dict | None = None, flags: dict | None = None):
     """``cls()`` with the recipe and the flags applied together: defaults < recipe < flags."""
     return apply(cls(), {**flatten(recipe or {}), **flatten(flags or {})})
@@ -129,8 +137,8 @@ def resolve(cls, recipe: dict | None = None, flags: dict | None = None):
 def convert(tp, value, key: str = "value"):
     """``value`` (text from a command line, or a recipe's YAML value) as type ``tp``.
 
-    >>> convert(bool, "false"), convert(int | None, "none"), convert(list, "a,b"), convert(tuple[int, ...], [1, "2"])
-    (False, None, ['a', 'b'], (1, 2))
+    >>> convert(bool, "false"), convert(int | None, "none"), convert(list, "a, b"), convert(tuple[int, ...], "4 8")
+    (False, None, ['a', ' b'], (4, 8))
     """
     optional = isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union
     if optional:
@@ -139,9 +147,11 @@ def convert(tp, value, key: str = "value"):
             return None
         tp = args[0]
     origin = typing.get_origin(tp) or tp
+    if value is None:
+        raise ValueError(f"setting {key!r} cannot be unset (none); give a value")
     if origin in (list, tuple):
-        items = value.replace(",", " ").split() if isinstance(value, str) else list(value)
         args = typing.get_args(tp)
+        items = _split(value, args[0] if args else str) if isinstance(value, str) else list(value)
         if args and Ellipsis not in args and origin is tuple:  # fixed length: one type per position
             items = [convert(a, v, key) for a, v in zip(args, items, strict=True)]
         elif args:

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
-from prmkit.io import atomic_output, dumps, read_solutions
+from prmkit.io import atomic_output, dumps, open_text, read_solutions
 from prmkit.model.formatter import TruncationReport, encode, encode_many
 from prmkit.model.labels import step_scores
 
@@ -170,8 +170,18 @@ def _key(solution, position: int) -> str:
     return solution.id if solution.id is not None else f"#{position}"
 
 
+def _record_key(record: dict) -> str:
+    return record["id"] if record.get("id") is not None else record["meta"]["prmkit_score_position"]
+
+
+def _output_keys(path: Path) -> set[str]:
+    """Keys of a finished output (written whole, renamed into place; gzip read transparently)."""
+    with open_text(path) as f:
+        return {_record_key(json.loads(line)) for line in f if line.strip()}
+
+
 def _done_keys(path: Path) -> set[str]:
-    """Keys of the complete records of a (possibly half-written) output; a torn last line is cut off."""
+    """Keys of the complete records of a (possibly half-written, plain-text) shard; a torn last line is cut off."""
     keys: set[str] = set()
     if not path.exists():
         return keys
@@ -180,8 +190,7 @@ def _done_keys(path: Path) -> set[str]:
         for raw in f:
             if not raw.endswith(b"\n"):
                 break
-            record = json.loads(raw)
-            keys.add(record["id"] if record.get("id") is not None else record["meta"]["prmkit_score_position"])
+            keys.add(_record_key(json.loads(raw)))
             good += len(raw)
     os.truncate(path, good)
     return keys
@@ -204,7 +213,10 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
     out = Path(out)
     world, rank = state.num_processes, state.process_index
     shard = out.with_name(f".{out.name}.part{rank}of{world}")
-    previous = _done_keys(out) if cfg.resume and out.exists() else set()
+    if not cfg.resume and out.exists() and state.is_main_process:
+        out.unlink()  # no resume: an earlier output is replaced, not merged into
+    state.wait_for_everyone()
+    previous = _output_keys(out) if cfg.resume and out.exists() else set()
     done = previous | (_done_keys(shard) if cfg.resume else set())
     if not cfg.resume and shard.exists():
         shard.unlink()
@@ -245,7 +257,7 @@ def _merge(inp, out: Path, previous: set[str], world: int) -> None:
     try:
         with atomic_output(out, [inp]) as w:
             if out.exists():
-                with open(out, encoding="utf-8") as old:
+                with open_text(out) as old:
                     for line in old:
                         w.write(line)
             for i, sol in enumerate(read_solutions(inp)):

@@ -152,3 +152,16 @@ def test_gpu_scores_match_cpu(model_dir, sols):
     args = ([s.problem.problem for s in sols], [s.texts for s in sols])
     for a, b in zip(cpu.probabilities(*args), gpu.probabilities(*args)):
         np.testing.assert_allclose(a, b, atol=1e-3)
+
+
+def test_a_gzip_output_is_replaced_without_resume_and_resumed_with_it(model_dir, sols, tmp_path):
+    from prmkit.io import write_records
+    from prmkit.score import ScoreConfig, score_file
+
+    write_records(tmp_path / "in.jsonl", sols)
+    out = tmp_path / "out.jsonl.gz"
+    for _ in range(2):
+        score_file(model_dir, tmp_path / "in.jsonl", out, ScoreConfig(progress=False, resume=False))
+    assert [s.id for s in read_solutions(out)] == [s.id for s in sols]  # replaced, not appended to
+    summary = score_file(model_dir, tmp_path / "in.jsonl", out, ScoreConfig(progress=False))
+    assert summary["scored"] == 0 and len(list(read_solutions(out))) == len(sols)

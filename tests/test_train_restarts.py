@@ -97,3 +97,14 @@ def test_a_loss_at_the_class_prior_entropy_is_flagged(capsys):
     assert plateau_check(run, [prior + 0.001] * 5)["plateau"] is True
     assert "class-prior entropy" in capsys.readouterr().out
     assert plateau_check(run, [0.1] * 5)["plateau"] is False
+
+
+def test_restarts_are_redone_without_resume_or_after_a_change(tmp_path):
+    import dataclasses
+
+    cfg = TrainConfig(data="d", out=str(tmp_path / "out"), restarts=2)
+    train_with_restarts(cfg, _fake_train(set())[0])
+    for changed in (dataclasses.replace(cfg, resume=False), dataclasses.replace(cfg, lr=0.5)):
+        again, seen = _fake_train(set())
+        train_with_restarts(changed, again)
+        assert [c.seed for c in seen] == [0, 1000], changed

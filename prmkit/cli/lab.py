@@ -76,9 +76,10 @@ examples:
   prmkit lab run --set rm.max_steps=400 --set rm.features= --out runs/no-features
 
 Stages: data (generate, label) -> base (pretrain a tiny LM, cached in $PRMKIT_CACHE or ~/.cache/prmkit)
--> likelihood (the base model's label-free scores) -> rm (prmkit train PRM and ORM, prmkit score the pools) -> score
--> evaluate (best-of-N, votes, pass@N, CIs, step AUROC) -> report (RUN_DIR/report.html). A rerun skips
-every finished stage whose inputs did not change, so an interrupted run resumes where it stopped.
+-> rm (prmkit train PRM and ORM, the base's surprise as features, 3 restarts each) -> score (per pool: the
+base's label-free scores and prmkit score with every model) -> evaluate (best-of-N, votes, pass@N, CIs, step
+AUROC) -> report (RUN_DIR/report.html). A rerun skips every finished stage whose inputs did not change, so
+an interrupted run resumes where it stopped (a reward model from its last checkpoint or finished restart).
 """
 
 
@@ -290,6 +291,11 @@ def register(subparsers) -> None:
                    help="a pool file; without it the preset's pool is generated (then --preset, --split, ... apply)")
     p.set_defaults(func=cmd_stats)
 
+    _register_run(sub)
+    _register_study(sub)
+
+
+def _register_run(sub) -> None:
     p = sub.add_parser("run", help="end to end: generate, label, pretrain, train PRM and ORM, evaluate, report",
                        formatter_class=HelpFormatter, epilog=RUN_EPILOG,
                        description="Reproduce the paper's PRM-vs-ORM comparison in the lab, end to end on a CPU: "
@@ -312,6 +318,8 @@ def register(subparsers) -> None:
     _add_device_flag(p)
     p.set_defaults(func=cmd_run)
 
+
+def _register_study(sub) -> None:
     p = sub.add_parser("study", help="the paper's small-scale studies: active learning, synthetic supervision, "
                                      "label budget", formatter_class=HelpFormatter, epilog=STUDY_EPILOG,
                        description="Run one of the paper's small-scale studies in the lab, with every seed's data "

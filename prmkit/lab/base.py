@@ -70,10 +70,15 @@ def _cfg():
     return preset("default")
 
 
-def base_key(base: BaseConfig, cfg) -> str:
-    """The cache key of the base model: its config, the problem family, the generator, the pretraining sizes."""
+def base_key(base: BaseConfig, cfg, device: str = "auto") -> str:
+    """The cache key of the base model: its config, the problem family, the generator, the pretraining sizes,
+    and bf16 when pretrained on CUDA (a CPU base is fp32: another model)."""
     parts = {"base": config_hash(base), "domain": config_hash(cfg.domain), "generator": config_hash(cfg.generator),
              "sizes": list(cfg.sizes("pretrain")), "vocab": MAX_NUMBER, "version": 2}
+    from prmkit.train.loop import uses_cuda
+
+    if uses_cuda(device):
+        parts["precision"] = "bf16"
     import hashlib
 
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
@@ -84,8 +89,8 @@ def cache_dir() -> Path:
     return Path(os.environ.get("PRMKIT_CACHE") or Path.home() / ".cache" / "prmkit")
 
 
-def base_path(cfg) -> Path:
-    return cache_dir() / "lab-base" / base_key(cfg.base, cfg)
+def base_path(cfg, device: str = "auto") -> Path:
+    return cache_dir() / "lab-base" / base_key(cfg.base, cfg, device)
 
 
 def ensure_base(cfg, progress: bool = True, log=print, device: str = "auto") -> Path:
@@ -95,39 +100,46 @@ def ensure_base(cfg, progress: bool = True, log=print, device: str = "auto") -> 
     pretrain split from the initial weights of :func:`build_model`. It runs in a ``.part`` folder that
     keeps its checkpoints, so a killed pretraining resumes where it stopped.
     """
-    folder = base_path(cfg)
+    folder = base_path(cfg, device)
     if (folder / "base.json").is_file():
         return folder
+    import fcntl
+
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with open(folder.with_name(f".{folder.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one pretraining per base: a second process waits, then finds it
+        if not (folder / "base.json").is_file():
+            _pretrain_into(folder, cfg, progress, device)
+            log(f"base model pretrained -> {folder}")
+    return folder
+
+
+def _pretrain_into(folder: Path, cfg, progress: bool, device: str) -> None:
     from prmkit.io import write_records
     from prmkit.lab.pools import generate_pool
     from prmkit.train.loop import train
+    from prmkit.train.metrics import read_losses
 
     start = time.perf_counter()
     tmp = folder.with_name(f".{folder.name}.part")
     init = tmp / "init"
-    if not (init / "config.json").is_file():
-        texts = generate_pool(cfg, cfg.base.seed, "pretrain")
-        write_records(tmp / "pretrain.jsonl.gz", texts)
+    if not (init / "COMPLETE").is_file():
+        write_records(tmp / "pretrain.jsonl.gz", generate_pool(cfg, cfg.base.seed, "pretrain"))
         tok = lab_tokenizer()
         _quiet_transformers()
         build_model(cfg.base, tok).save_pretrained(init)
         tok.save_pretrained(init)
+        (init / "COMPLETE").write_text("")
     metrics = train(pretrain_config(cfg.base, tmp, progress, device))
     model_dir = tmp / "model"
-    losses = [json.loads(x)["loss"] for x in (model_dir / "metrics.jsonl").read_text().splitlines() if '"loss"' in x]
-    info = {"key": base_key(cfg.base, cfg), "config": dataclasses.asdict(cfg.base),
+    losses = read_losses(model_dir)
+    info = {"key": folder.name, "config": dataclasses.asdict(cfg.base),
             "seconds": round(time.perf_counter() - start, 1), "final_loss": sum(losses[-5:]) / len(losses[-5:]),
             "pretrain_solutions": count_lines(tmp / "pretrain.jsonl.gz"), **metrics}
     (model_dir / "base.json").write_text(json.dumps(info, indent=2) + "\n")
     shutil.rmtree(model_dir / "checkpoints", ignore_errors=True)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        os.replace(model_dir, folder)
-    except OSError:  # another process finished the same base first: keep theirs
-        pass
+    os.replace(model_dir, folder)
     shutil.rmtree(tmp, ignore_errors=True)
-    log(f"base model pretrained in {info['seconds']:.0f} s -> {folder}")
-    return folder
 
 
 def pretrain_config(base: BaseConfig, work: Path, progress: bool, device: str = "auto"):

@@ -2,7 +2,7 @@
 
 :class:`LabConfig` is inert (checked on creation, no I/O) and frozen; :func:`preset` returns one of
 :data:`PRESETS`, and :meth:`LabConfig.replace` overrides dotted fields (what ``--set`` on the command
-line does). It holds the sizes of every split, the base model (:class:`~prmkit.lab.base.BaseConfig`), the
+line does). It holds the sizes of every split, the base model (:class:`BaseConfig`), the
 reward models (a :class:`~prmkit.train.config.TrainConfig`, :func:`~prmkit.lab.rm.lab_rm`) and the evaluation settings of ``prmkit lab run``.
 
 >>> cfg = preset("default")
@@ -36,7 +36,6 @@ def lab_format(max_length: int = 384) -> FormatConfig:
     return FormatConfig(separator="\n", marker="<step>", problem_suffix="\n", max_length=max_length)
 
 
-
 @dataclass(frozen=True)
 class BaseConfig:
     """The base model and its pretraining. Inert: checked on creation, no I/O."""
@@ -63,7 +62,6 @@ class BaseConfig:
         for name in ("hidden_size", "layers", "heads", "intermediate_size", "steps", "batch_size"):
             if getattr(self, name) < 1:
                 raise ValueError(f"base.{name} must be at least 1")
-
 
 
 def lab_rm(**overrides) -> TrainConfig:

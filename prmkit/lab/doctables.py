@@ -94,7 +94,7 @@ TABLES = {
 }
 """Every generated table, by the name a doc's marker uses."""
 
-BLOCK = re.compile(r"(<!-- generated: (\S+) (\S+) -->\n)(.*?)(<!-- end generated -->)", re.S)
+BLOCK = re.compile(r"(<!-- generated: (\S+) (\S+) -->\n)(.*?)(<!-- end generated -->)", re.DOTALL)
 
 
 def render_doc(text: str, root: Path) -> str:

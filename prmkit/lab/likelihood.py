@@ -2,7 +2,7 @@
 
 The base model's per-token log-probability (:class:`prmkit.model.features.SurpriseSource`, the same
 numbers the reward models read as features) over the tokens of the one formatter
-(:func:`prmkit.lab.base.lab_format`) gives, per solution (:func:`likelihood_scores`):
+(:func:`prmkit.lab.config.lab_format`) gives, per solution (:func:`likelihood_scores`):
 ``likelihood_mean`` (mean token log-probability over the steps' tokens), ``likelihood_min`` (the least
 likely token), and per step ``base_logp_min`` (its least likely token, a label-free step score).
 :func:`write_label_free` writes them into a pool's records, the base of the lab's scored files.

@@ -62,11 +62,10 @@ def train_and_score(out: Path, kind: str, train_file: str, rm: TrainConfig, seed
 
 
 def final_loss(model_dir: Path, last: int = 3) -> float:
-    """Mean of the last ``last`` logged training losses (``metrics.jsonl``)."""
-    import json
+    """Mean of the last ``last`` logged training losses."""
+    from prmkit.train.metrics import read_losses
 
-    losses = [json.loads(x)["loss"] for x in (model_dir / "metrics.jsonl").read_text().splitlines() if '"loss"' in x]
-    return float(np.mean(losses[-last:]))
+    return float(np.mean(read_losses(model_dir)[-last:]))
 
 
 def step_probabilities(path: str | os.PathLike, column: str = "prm") -> list[np.ndarray]:

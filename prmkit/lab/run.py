@@ -44,13 +44,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prmkit.lab.config import LabConfig
-from prmkit.lab.domain import config_hash
 
 POOLS = ("eval", "ood")
 RM_VERSION = 2
 """Part of the reward-model and score job keys: bumped when their outputs change meaning (2: the product path)."""
 KINDS = ("prm", "orm")
-PRM_AGGREGATIONS = ("min", "product", "last", "mean")
 
 
 def key_of(*parts) -> str:
@@ -93,7 +91,8 @@ def run_job(folder: str, key: str, fn, *args) -> dict:
     return {**done, "cached": False}
 
 
-def _init_worker() -> None:
+def init_worker() -> None:
+    """Set up a worker process (or this one) for lab jobs: one torch thread, quiet transformers."""
     import torch
     import transformers
 
@@ -126,7 +125,7 @@ class Runner:
                 import multiprocessing
 
                 self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=_init_worker)
+                                                 initializer=init_worker)
             futures = [self._pool.submit(run_job, *c) for c in todo]
             for f in futures:
                 f.result()
@@ -181,12 +180,13 @@ def job_base(out: Path, cfg: LabConfig, progress: bool, device: str = "auto") ->
 
 
 def job_rm(out: Path, kind: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-           progress: bool, pools: tuple[str, ...] = POOLS, device: str = "auto") -> dict:
-    """Train one reward model on the first ``budget`` labelled solutions, then score ``pools`` with it."""
+           progress: bool, pools: tuple[str, ...] = (), device: str = "auto") -> dict:
+    """Train one reward model on the first ``budget`` labelled solutions into ``out/model``; score ``pools``
+    with it when asked (the lab run scores in its own stage, the budget study here)."""
     from prmkit.io import read_solutions, write_records
     from prmkit.lab.rm import train_and_score
 
-    _init_worker()
+    init_worker()
     name = "labelled" if kind == "prm" else "train"
     write_records(out / "train.jsonl.gz", list(read_solutions(Path(data_dir) / f"{name}.jsonl.gz"))[:budget])
     targets = {p: str(Path(data_dir) / f"{p}.jsonl.gz") for p in pools}
@@ -212,24 +212,26 @@ def job_score(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_file: st
     """One pool scored by the base model (label-free) and by every reward model (``prmkit score``, one
     :class:`~prmkit.score.Scorer` each), all in ``out/<pool>.jsonl.gz``. ``models``: score name -> model folder.
 
-    The models share one feature source, so each solution's surprise is computed once for all of them."""
-    from prmkit.lab.config import lab_format
+    When the reward models read the base's own surprise (``rm.features: surprise:base``, the recipe),
+    they and the label-free scores share one feature source, so each solution's is computed once."""
+    from prmkit.lab.config import RM_BASE, lab_format
     from prmkit.lab.likelihood import write_label_free
     from prmkit.lab.scoring import merge_scored
     from prmkit.model.features import SurpriseSource
     from prmkit.score import ScoreConfig, Scorer, score_file
     from prmkit.train.loop import uses_cuda
 
-    _init_worker()
+    init_worker()
     on = "cuda" if uses_cuda(device) else "cpu"
-    source = SurpriseSource(base_dir, on)
+    shared = cfg.rm.features == f"surprise:{RM_BASE}"
+    source = SurpriseSource(base_dir, on, keep=shared)
     base_file = out / f".{pool}-label-free.jsonl.gz"
     write_label_free(base_file, pool_file, base_dir, lab_format(cfg.base.max_length), on, source)
     scored, seconds = [], {}
     for name, model in sorted(models.items()):
         start = time.perf_counter()
         path = out / f".{pool}-{name}.jsonl.gz"
-        scorer = Scorer(model, device=on, features=source)
+        scorer = Scorer(model, device=on, features=source if shared else None)
         score_file(model, pool_file, path, ScoreConfig(name=name, batch_size=64, progress=progress, resume=False,
                                                        device=device), scorer)
         scored.append(path)
@@ -263,6 +265,37 @@ def budgets(cfg: LabConfig) -> list[int]:
     return sorted({*cfg.label_budgets, cfg.labelled})
 
 
+def rm_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str, inner: bool, device: str):
+    """The rm stage's jobs (every seed, budget and kind) and their folders by seed, then (kind, budget)."""
+    calls, dirs = [], {s: {} for s in sd}
+    for s, seed_dir in sd.items():
+        for budget in budgets(cfg)[::-1]:
+            for kind in KINDS:
+                folder = seed_dir / f"rm-{kind}-{budget}"
+                dirs[s][(kind, budget)] = folder
+                key = key_of(data_key[s], bkey, cfg.rm, kind, budget, cfg.labelled, RM_VERSION)
+                calls.append((str(folder), key, job_rm, kind, budget, cfg, s, base_dir, str(seed_dir / "data"), inner,
+                              (), device))
+    return calls, dirs
+
+
+def score_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str, rm_dirs: dict, inner: bool,
+                device: str):
+    """The score stage's jobs (every seed and pool) and the scored file of each, by seed, then pool."""
+    calls, scored = [], {s: {} for s in sd}
+    for s, seed_dir in sd.items():
+        for pool in POOLS:
+            # the sweep's models score the held-out pool only: the sweep is about held-out problems
+            models = {score_name(k, b, cfg): str(d / "model") for (k, b), d in rm_dirs[s].items()
+                      if pool == "eval" or b == cfg.labelled}
+            keys = sorted(_done_key(rm_dirs[s][kb]) for kb in rm_dirs[s] if score_name(*kb, cfg) in models)
+            folder = seed_dir / f"score-{pool}"
+            scored[s][pool] = str(folder / f"{pool}.jsonl.gz")
+            calls.append((str(folder), key_of(keys, data_key[s], bkey, pool, RM_VERSION), job_score, pool, cfg,
+                          base_dir, str(seed_dir / "data" / f"{pool}.jsonl.gz"), models, inner, device))
+    return calls, scored
+
+
 def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: int = 2, progress: bool = True,
             command: str = "", log=print, device: str = "auto") -> dict:
     """Run every stage for every seed into ``run_dir``; return the summary (also ``summary.json``).
@@ -273,7 +306,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
 
     if uses_cuda(device):  # one GPU: its jobs run one at a time in this process
         jobs = 1
-    _init_worker()  # this process runs the single-job stages (the base model's pretraining among them)
+    init_worker()  # this process runs the single-job stages (the base model's pretraining among them)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2, default=str) + "\n")
@@ -286,31 +319,13 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
         runner.stage("data", [(str(sd[s] / "data"), data_key[s], job_data, cfg, s) for s in seeds])
         from prmkit.lab.base import base_key
 
-        bkey = base_key(cfg.base, cfg)
+        bkey = base_key(cfg.base, cfg, device)
         base_info = runner.stage("base", [(str(run_dir / "base"), bkey, job_base, cfg, progress, device)])[0]
         base_dir = base_info["path"]
         inner = progress and jobs == 1
-        rcalls, rdirs = [], {s: {} for s in seeds}
-        for s in seeds:
-            for budget in budgets(cfg)[::-1]:
-                for kind in KINDS:
-                    folder = sd[s] / f"rm-{kind}-{budget}"
-                    rdirs[s][(kind, budget)] = folder
-                    key = key_of(data_key[s], bkey, cfg.rm, kind, budget, cfg.labelled, RM_VERSION)
-                    rcalls.append((str(folder), key, job_rm, kind, budget, cfg, s, base_dir, str(sd[s] / "data"),
-                                   inner, (), device))
+        rcalls, rdirs = rm_calls(cfg, sd, data_key, bkey, base_dir, inner, device)
         runner.stage("rm", rcalls)
-        scalls, scored = [], {s: {} for s in seeds}
-        for s in seeds:
-            for pool in POOLS:
-                # the sweep's models score the held-out pool only: the sweep is about held-out problems
-                models = {score_name(k, b, cfg): str(d / "model") for (k, b), d in rdirs[s].items()
-                          if pool == "eval" or b == cfg.labelled}
-                keys = sorted(_done_key(rdirs[s][kb]) for kb in rdirs[s] if score_name(*kb, cfg) in models)
-                folder = sd[s] / f"score-{pool}"
-                scored[s][pool] = str(folder / f"{pool}.jsonl.gz")
-                scalls.append((str(folder), key_of(keys, data_key[s], bkey, pool, RM_VERSION), job_score, pool, cfg,
-                               base_dir, str(sd[s] / "data" / f"{pool}.jsonl.gz"), models, inner, device))
+        scalls, scored = score_calls(cfg, sd, data_key, bkey, base_dir, rdirs, inner, device)
         runner.stage("score", scalls)
         score_keys = {s: [_done_key(Path(f).parent) for f in scored[s].values()] for s in seeds}
         runner.stage("evaluate", [(str(sd[s] / "evaluate"),
@@ -330,4 +345,4 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     return summary
 
 
-__all__ = ["budgets", "config_hash", "key_of", "run_job", "run_lab"]
+__all__ = ["budgets", "init_worker", "key_of", "run_job", "run_lab"]

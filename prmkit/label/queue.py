@@ -62,6 +62,7 @@ def select(name: str, candidates: list[Solution], k: int | None, rng: Random) ->
         raise ValueError(f"strategy {name!r} returned {len(chosen)} candidates, more than the {k} asked for")
     return chosen
 
+
 def _register_selection_strategies() -> None:
     """The selection stage's strategies (:mod:`prmkit.select`) under their names, beside the app's own."""
     from prmkit.select import label_strategy

@@ -90,7 +90,7 @@ def surprise_inputs(logp: torch.Tensor, entropy: torch.Tensor) -> torch.Tensor:
 class SurpriseSource:
     """A causal LM's per-token ``(logp, entropy)``: ``raw(token_lists)`` and, as adapter inputs, ``__call__``."""
 
-    def __init__(self, folder: str | os.PathLike, device="cpu", batch_size: int = 64):
+    def __init__(self, folder: str | os.PathLike, device="cpu", batch_size: int = 64, keep: bool = False):
         import transformers
 
         self.folder = str(folder)
@@ -101,7 +101,7 @@ class SurpriseSource:
         self.device = device
         self.batch_size = batch_size
         self.vocab = transformers.AutoTokenizer.from_pretrained(folder).get_vocab()
-        self._cache: dict[tuple, np.ndarray] = {}
+        self._cache: dict[tuple, np.ndarray] | None = {} if keep else None
 
     def check_tokenizer(self, tokenizer) -> None:
         """Refuse a reward model whose token ids mean something else to the source LM."""
@@ -114,14 +114,15 @@ class SurpriseSource:
         """Per solution, ``[tokens, 2]`` float32: log-probability and entropy of each token's prediction.
 
         Batches of similar length, laid end to end with no padding where the LM allows
-        (:mod:`prmkit.model.packing`); results are kept (by token ids), so scoring a file with several
-        models that share this source computes each solution's features once."""
-        todo = sorted({tuple(t) for t in token_lists if tuple(t) not in self._cache}, key=len)
+        (:mod:`prmkit.model.packing`). With ``keep``, results are kept by token ids, so several models that
+        share this source compute each solution's features once (memory grows with what was seen)."""
+        cache = self._cache if self._cache is not None else {}
+        todo = sorted({tuple(t) for t in token_lists if tuple(t) not in cache}, key=len)
         for s in range(0, len(todo), self.batch_size):
             batch = todo[s:s + self.batch_size]
             for ids, pairs in zip(batch, self._forward([list(t) for t in batch])):
-                self._cache[ids] = pairs
-        return [self._cache[tuple(t)] for t in token_lists]
+                cache[ids] = pairs
+        return [cache[tuple(t)] for t in token_lists]
 
     def _forward(self, batch: list[list[int]]) -> list[np.ndarray]:
         from prmkit.model.packing import backbone_kwargs, pack
@@ -168,14 +169,15 @@ def make_source(spec: FeatureSpec, device="cpu") -> SurpriseSource:
     return SurpriseSource(spec.model, device)
 
 
-def save_features(folder: str | os.PathLike, adapter: FeatureAdapter, spec: FeatureSpec) -> dict:
-    """Write the adapter and a copy of the source LM into a model folder; return the card's entry."""
+def save_features(folder: str | os.PathLike, adapter_state: dict, spec: FeatureSpec) -> dict:
+    """Write the adapter's weights (its full state dict) and a copy of the source LM into a model folder;
+    return the card's entry."""
     import shutil
 
     from safetensors.torch import save_file
 
     folder = Path(folder)
-    save_file({k: v.detach().cpu().contiguous() for k, v in adapter.state_dict().items()}, str(folder / ADAPTER_FILE))
+    save_file({k: v.detach().cpu().contiguous() for k, v in adapter_state.items()}, str(folder / ADAPTER_FILE))
     target = folder / FEATURE_MODEL_DIR
     if Path(spec.model).resolve() != target.resolve():
         shutil.rmtree(target, ignore_errors=True)

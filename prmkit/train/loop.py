@@ -106,7 +106,7 @@ def build_model(cfg: TrainConfig, texts: list[str]):
     packed = packing.choose(cfg.packing, backbone)
     new = list(getattr(backbone, "prmkit_new_parameters", ()))
     if cfg.lora:
-        backbone = _apply_lora(backbone, cfg)
+        backbone = _apply_lora(backbone, cfg, head)
     if cfg.kind == "lm":
         return NextTokenModel(backbone), tokenizer, head, fmt, packed
     adapter = None
@@ -122,11 +122,11 @@ def build_model(cfg: TrainConfig, texts: list[str]):
     return model, tokenizer, head, fmt, packed
 
 
-def _apply_lora(backbone, cfg: TrainConfig):
+def _apply_lora(backbone, cfg: TrainConfig, head: HeadSpec):
     from peft import LoraConfig, get_peft_model
 
     targets = cfg.lora_targets if cfg.lora_targets == "all-linear" else cfg.lora_targets.split(",")
-    task = "CAUSAL_LM" if cfg.head == "lm" else "TOKEN_CLS"  # TOKEN_CLS keeps the new score layer trainable
+    task = "CAUSAL_LM" if head.kind == "lm" else "TOKEN_CLS"  # TOKEN_CLS keeps the new score layer trainable
     return get_peft_model(backbone, LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
                                                target_modules=targets, task_type=task))
 
@@ -177,11 +177,21 @@ def param_groups(run: Run) -> list[dict]:
     """AdamW groups: the parameters that start from nothing at ``new_lr`` (when set), the rest at ``lr``."""
     cfg = run.cfg
     new = set(getattr(run.model, "prmkit_new_parameters", ()))
-    named = [(n, p) for n, p in run.model.named_parameters() if p.requires_grad]
+    named = [(unwrapped_name(n), p) for n, p in run.model.named_parameters() if p.requires_grad]
     if cfg.new_lr is None or not new:
         return [{"params": [p for _, p in named], "lr": cfg.lr}]
     return [{"params": [p for n, p in named if n not in new], "lr": cfg.lr},
             {"params": [p for n, p in named if n in new], "lr": cfg.new_lr}]
+
+
+def unwrapped_name(name: str) -> str:
+    """A parameter's name without peft's wrapping (``base_model.model.``, ``modules_to_save.default.``), so a
+    LoRA run finds its new layers under the names they were loaded with.
+
+    >>> unwrapped_name("backbone.base_model.model.score.modules_to_save.default.weight")
+    'backbone.score.weight'
+    """
+    return name.replace("base_model.model.", "").replace("modules_to_save.default.", "")
 
 
 def _scheduler(cfg: TrainConfig, optimizer):
@@ -413,13 +423,17 @@ def save_final(run: Run) -> None:
     """The trained model as a plain transformers folder in ``out`` (LoRA merged), with its model card."""
     cfg, acc = run.cfg, run.accelerator
     acc.wait_for_everyone()
-    backbone = acc.unwrap_model(run.model).backbone
+    model = acc.unwrap_model(run.model)
+    backbone = model.backbone
     state = None
+    adapter = model.adapter.state_dict() if getattr(model, "adapter", None) is not None else None
     if cfg.lora:
         backbone = backbone.merge_and_unload()
     else:  # gathers the full weights under FSDP / ZeRO-3 (every process takes part)
         full = acc.get_state_dict(run.model)
         state = {k[len("backbone."):]: v for k, v in full.items() if k.startswith("backbone.")}
+        if adapter is not None:
+            adapter = {k[len("adapter."):]: v for k, v in full.items() if k.startswith("adapter.")}
     if acc.is_main_process:
         card = ModelCard(kind=cfg.kind, head=run.head.to_dict(), format=run.fmt.to_dict(), neutral=cfg.neutral,
                          score_neutral=cfg.score_neutral, supervise=cfg.supervise, label_source=cfg.label_source,
@@ -429,7 +443,7 @@ def save_final(run: Run) -> None:
         if run.features is not None:
             from prmkit.model.features import save_features
 
-            card.features = save_features(cfg.out, acc.unwrap_model(run.model).adapter, run.features)
+            card.features = save_features(cfg.out, adapter, run.features)
             card.save(cfg.out)
         (Path(cfg.out) / "train_config.json").write_text(json.dumps(cfg.to_dict(), indent=2) + "\n")
     acc.wait_for_everyone()

@@ -35,6 +35,12 @@ def step_metrics(p_correct: np.ndarray, labels: np.ndarray, bins: int = 10) -> d
             "eval_steps": int(p_correct.size)}
 
 
+def read_losses(folder: str | Path) -> list[float]:
+    """The training losses a run logged (``metrics.jsonl`` of its output folder), in step order."""
+    lines = (Path(folder) / "metrics.jsonl").read_text().splitlines()
+    return [row["loss"] for row in map(json.loads, lines) if "loss" in row]
+
+
 class NullLogger:
     """Accepts everything, writes nothing (non-main processes)."""
 

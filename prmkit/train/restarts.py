@@ -50,11 +50,19 @@ def pick(metrics: list[dict], metric: str) -> int:
 def train_with_restarts(cfg, train_once) -> dict:
     """Train ``cfg.restarts`` runs with ``train_once(cfg_i)``, move the best to ``cfg.out``; its metrics."""
     out = Path(cfg.out)
-    if (out / "restarts.json").is_file():
-        return json.loads((out / "restarts.json").read_text())["chosen_metrics"]
+    recipe = _recipe(cfg)
+    if cfg.resume and (out / "restarts.json").is_file():
+        record = json.loads((out / "restarts.json").read_text())
+        if record.get("recipe") == recipe:
+            return record["chosen_metrics"]
+    if not cfg.resume or _recorded_recipe(out) not in (None, recipe):
+        shutil.rmtree(out / "restarts", ignore_errors=True)  # not to resume: a fresh set of restarts
     if not cfg.eval_data and cfg.eval_fraction <= 0:
         raise ValueError("restarts need held-out labelled data to choose on: set eval_data or eval_fraction > 0")
     metric = selection_metric(cfg)
+    (out / "restarts").mkdir(parents=True, exist_ok=True)
+    if _is_main():
+        (out / "restarts" / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
     runs = []
     for r in range(cfg.restarts):
         folder = out / "restarts" / f"r{r}"
@@ -76,10 +84,24 @@ def train_with_restarts(cfg, train_once) -> dict:
     state = PartialState()
     if state.is_main_process:  # under several processes, one moves the files while the others wait
         _promote(out / "restarts" / f"r{best}", out)
-        record = {"metric": metric, "chosen": best, "runs": runs, "chosen_metrics": runs[best]}
+        record = {"metric": metric, "chosen": best, "runs": runs, "chosen_metrics": runs[best], "recipe": recipe}
         (out / "restarts.json").write_text(json.dumps(record, indent=2) + "\n")
     state.wait_for_everyone()
     return runs[best]
+
+
+RUN_ONLY = ("progress", "resume", "stop_after", "tensorboard", "out")
+"""Settings that change how a run is watched or stopped, not what it trains."""
+
+
+def _recipe(cfg) -> dict:
+    """What a set of restarts depends on: every setting but :data:`RUN_ONLY`."""
+    return {k: v for k, v in cfg.to_dict().items() if k not in RUN_ONLY}
+
+
+def _recorded_recipe(out: Path) -> dict | None:
+    path = out / "restarts" / "recipe.json"
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def _is_main() -> bool:

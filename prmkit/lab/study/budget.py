@@ -184,9 +184,9 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
               log=print, device: str = "auto") -> dict:
     """Run the label-budget study for ``seeds`` into ``RUN_DIR/study-budget``; return its summary."""
     from prmkit.lab.base import base_key
-    from prmkit.lab.run import RM_VERSION, Runner, _init_worker, job_base, job_rm, key_of
+    from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, job_rm, key_of
 
-    _init_worker()
+    init_worker()
     cfg = study_config(cfg)
     out = study_dir(run_dir, NAME)
     out.mkdir(parents=True, exist_ok=True)
@@ -199,7 +199,7 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
         dkey = {s: key_of(cfg.domain, cfg.generator, cfg.labellers, b.budgets, b.samples_per_problem,
                           b.eval_problems, b.eval_samples, s, NAME, 1) for s in seeds}
         runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s) for s in seeds])
-        bkey = base_key(cfg.base, cfg)
+        bkey = base_key(cfg.base, cfg, device)
         base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
         inner = progress and jobs == 1
         runner.stage("rm", [(str(sd[s] / f"rm-{k}-{budget}"), key_of(dkey[s], bkey, cfg.rm, k, budget, cfg.labelled,

@@ -188,6 +188,13 @@ class SyntheticConfig:
                    large_problems=500, large_samples=4, large_steps=300)
 
 
+# The synthetic-supervision study's arms: how small reward models are supervised, and what they are.
+METHODS = ("process", "outcome", "answer")
+NAMES = {"process": "process (large PRM)", "outcome": "outcome (large PRM)", "answer": "answer checking"}
+KIND = {"process": "prm", "outcome": "orm", "answer": "orm"}
+DIFFERENCES = (("process", "outcome"), ("outcome", "answer"), ("process", "answer"))
+
+
 @dataclass(frozen=True)
 class BudgetStudy(LabConfig):
     """``prmkit lab study budget``: the lab's config and the label-budget curve's."""

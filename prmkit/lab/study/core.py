@@ -160,9 +160,9 @@ def job_train_score(out: Path, kind: str, train_file: str, cfg, seed: int, base_
     :func:`step_probabilities` and :func:`solution_column`.
     """
     from prmkit.lab.rm import train_and_score
-    from prmkit.lab.run import _init_worker
+    from prmkit.lab.run import init_worker
 
-    _init_worker()
+    init_worker()
     return train_and_score(out, kind, train_file, cfg.rm, seed, base_dir, pools, kind, progress, device)
 
 

@@ -34,7 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, Runner, _init_worker, job_base, key_of
+from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, key_of
+from prmkit.lab.study.config import DIFFERENCES, KIND, METHODS, NAMES  # noqa: F401  (NAMES re-exported)
 from prmkit.lab.study.core import (
     bon_per_problem,
     grouped,
@@ -47,13 +48,9 @@ from prmkit.lab.study.core import (
     study_dir,
     with_rm_steps,
     write_json,
-    write_study_pages,
 )
+from prmkit.lab.study.synthetic_pages import write_outputs
 
-METHODS = ("process", "outcome", "answer")
-NAMES = {"process": "process (large PRM)", "outcome": "outcome (large PRM)", "answer": "answer checking"}
-KIND = {"process": "prm", "outcome": "orm", "answer": "orm"}
-DIFFERENCES = (("process", "outcome"), ("outcome", "answer"), ("process", "answer"))
 SENSITIVITY = (0.1, 0.2, 0.3, 0.5, 0.7)
 """Thresholds at which the large PRM's labels are compared with the oracle's (a diagnostic; training uses
 ``synthetic.threshold`` only)."""
@@ -247,7 +244,7 @@ def job_label(out: Path, cfg, large_dir: str, data_dir: str, progress: bool, dev
     from prmkit.score import ScoreConfig, Scorer, score_file
     from prmkit.train.loop import uses_cuda
 
-    _init_worker()
+    init_worker()
     sc = cfg.synthetic
     model_dir = Path(large_dir) / "model"
     scorer = Scorer(model_dir, device="cuda" if uses_cuda(device) else "cpu")
@@ -287,7 +284,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
     sc = cfg.synthetic
     if sc.large_seed in seeds:
         raise ValueError(f"synthetic.large_seed {sc.large_seed} is also a run seed: its problems would not be fresh")
-    _init_worker()
+    init_worker()
     root = study_dir(run_dir, "synthetic")
     root.mkdir(parents=True, exist_ok=True)
     small_cfg, large_cfg = study_configs(cfg)
@@ -305,7 +302,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                      + [(str(sd[s] / "data"), pool_key[s], job_pools, cfg, s) for s in seeds])
         from prmkit.lab.base import base_key
 
-        bkey = base_key(cfg.base, cfg)
+        bkey = base_key(cfg.base, cfg, device)
         base_dir = runner.stage("base", [(str(root / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
         ml = cfg.base.max_length
         prm_key = key_of(large_key, bkey, large_cfg.rm, ml, VERSION, RM_VERSION)
@@ -380,126 +377,6 @@ def _job_seconds(root: Path) -> dict:
     """Compute seconds of every job (from its ``done.json``), by folder relative to the study folder."""
     return {str(p.parent.relative_to(root)): json.loads(p.read_text()).get("seconds")
             for p in sorted(root.glob("**/done.json"))}
-
-
-# --- figure and pages ---------------------------------------------------------------------------------
-
-def plot_synthetic(summary: dict, path: Path) -> str:
-    """Best-of-N accuracy against samples per problem (log x), one line per method with 95% CI bars."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from prmkit.evaluate.plots import save_figure
-
-    ks = sorted(int(k) for k in summary["labels"])
-    fig, ax = plt.subplots(figsize=(6, 4))
-    for j, m in enumerate(METHODS):
-        cells = [summary["accuracy"][m][str(k)] for k in ks]
-        y = np.array([100 * c["mean"] for c in cells])
-        err = np.array([[y[i] - 100 * c["ci95"][0], 100 * c["ci95"][1] - y[i]] for i, c in enumerate(cells)]).T
-        ax.errorbar(np.array(ks) * (1 + 0.03 * (j - 1)), y, yerr=err, marker="o", capsize=3, color=f"C{j}",
-                    label=NAMES[m])
-    large = summary["large_prm"][f"bon@{summary['n']}"]["mean"]
-    ax.axhline(100 * large, color="C3", linestyle="--", alpha=0.7, label="the large PRM itself")
-    ax.axhline(100 * summary["first_sample"]["mean"], color="grey", linestyle=":", alpha=0.7, label="first sample")
-    ax.set_xscale("log")
-    ax.set_xticks(ks)
-    ax.set_xticklabels([str(k) for k in ks])
-    ax.minorticks_off()
-    ax.set_xlabel(f"samples per training problem ({summary['config']['problems']} problems)")
-    ax.set_ylabel(f"best-of-{summary['n']} accuracy (%)")
-    ax.set_title(f"Synthetic supervision, seeds {', '.join(map(str, summary['seeds']))} (95% CI)", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return save_figure(fig, path)
-
-
-def _cell(c: dict, signed: bool = False) -> str:
-    fmt = "{:+.1f}" if signed else "{:.1f}"
-    return f"{fmt.format(100 * c['mean'])} [{100 * c['ci95'][0]:.1f}, {100 * c['ci95'][1]:.1f}]"
-
-
-def results_table(summary: dict) -> str:
-    from prmkit.evaluate.html import table
-
-    rows = []
-    for k in sorted(summary["labels"], key=int):
-        o = summary["ordering"][k]
-        verdict = ("holds" + (" (both CIs above 0)" if o["significant"] else " (not significant)")) if o["holds"] \
-            else "does not hold: " + ", ".join(n for n in ("process>outcome", "outcome>answer") if not o[n]) + " fails"
-        rows.append([k, f"{summary['labels'][k]:,}", *(_cell(summary["accuracy"][m][k]) for m in METHODS),
-                     *(_cell(summary["differences"][d][k], True) for d in ("process-outcome", "outcome-answer")), verdict])
-    n = summary["n"]
-    return table(["samples / problem", "labels", f"process @{n}", f"large-PRM outcome @{n}", f"answer check @{n}",
-                   "process - outcome", "outcome - answer", "process > outcome > answer"], rows)
-
-
-def large_table(summary: dict) -> str:
-    from prmkit.evaluate.html import table
-
-    rows = []
-    for s, v in summary["per_seed"].items():
-        lp, a = v["large_prm"], v["large_prm"]["agreement"]
-        rows.append([s, f"{lp['step_auroc_eval']:.3f}", f"{100 * lp['bon@' + str(summary['n'])]:.1f}",
-                     f"{100 * a['flagged']:.1f}", f"{100 * a['process_first_error']:.1f}", f"{100 * a['outcome']:.1f}",
-                     f"{100 * a['answer_check']:.1f}", f"{100 * a['caught_right_answer_wrong_step']:.1f}"])
-    return table(["seed", "step AUROC (held out)", f"best-of-{summary['n']}", "flags a step (%)",
-                   "first error = oracle's (%)", "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
-                   "right answer, wrong step: flagged (%)"], rows)
-
-
-def threshold_table(summary: dict) -> str:
-    from prmkit.evaluate.html import table
-
-    seeds = list(summary["per_seed"].values())
-    rows = []
-    for t in seeds[0]["large_prm"]["by_threshold"]:
-        cells = [[s["large_prm"]["by_threshold"][t][key] for s in seeds]
-                 for key in ("flagged", "process_first_error", "outcome", "answer_check", "caught_right_answer_wrong_step")]
-        rows.append([t, *(f"{100 * np.mean(c):.1f}" for c in cells)])
-    wrong = np.mean([s["large_prm"]["agreement"]["oracle_wrong"] for s in seeds])
-    return table(["P(negative) >", f"flags a step (%; oracle: {100 * wrong:.1f})", "first error = oracle's (%)",
-                   "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
-                   "right answer, wrong step: flagged (%)"], rows)
-
-
-def section_html(summary: dict, figure_path: Path) -> str:
-    """The study's HTML fragment (from ``<h2>``), included verbatim in the lab report."""
-    from prmkit.evaluate.html import figure, table
-
-    c, n = summary["config"], summary["n"]
-    held = [k for k, o in summary["ordering"].items() if o["holds"]]
-    teacher = ("" if c.get("teacher", "prm") == "prm" else
-               "<b>Teacher: the exact oracle</b> (a perfect large PRM; the large PRM below is only a reference). ")
-    note = (f"<p>{teacher}A large PRM ({summary['large_prm']['labels']:,} simulated labels, {summary['large_prm']['steps']} steps) "
-            f"labels fresh samples of {c['problems']} training problems per seed; the same solutions are labelled "
-            f"three ways: its process labels (steps up to its first predicted error, P(negative) &gt; {c['threshold']}), "
-            f"its outcome labels, and final-answer checking. Small reward models ({summary['rm_steps']} steps) learn "
-            f"from each; best-of-{n} on {c['eval_problems']} held-out problems x {c['eval_samples']} samples per seed. "
-            f"Accuracy in %, mean over seeds {', '.join(map(str, summary['seeds']))} with 95% bootstrap intervals "
-            f"(seeds, then problems); differences are paired on the same problems. The paper's ordering "
-            f"(process &gt; large-PRM outcome &gt; answer checking) holds on the means at "
-            f"{len(held)} of {len(summary['ordering'])} budgets.</p>")
-    rows = [[s, k, *(f"{100 * v['accuracy'][f'{m}@{k}']:.1f}" for m in METHODS)]
-            for s, v in summary["per_seed"].items() for k in sorted(summary["labels"], key=int)]
-    return "\n".join([
-        "<h2>Synthetic supervision (a large PRM labels data for small reward models)</h2>", note,
-        results_table(summary), figure(Path(figure_path)),
-        (f"<p class='note'>first sample: {_cell(summary['first_sample'])}; the large PRM itself, best-of-{n}: "
-         f"{_cell(summary['large_prm'][f'bon@{n}'])}.</p>"),
-        "<h3>The large PRM and its labels (against the oracle, on the fresh samples)</h3>", large_table(summary),
-        ("<p class='note'>Its labels at other thresholds (a diagnostic, mean over seeds; training used "
-         f"{c['threshold']}):</p>"), threshold_table(summary),
-        f"<details><summary>per seed: best-of-{n} accuracy (%)</summary>"
-        + table(["seed", "samples / problem", *(NAMES[m] for m in METHODS)], rows) + "</details>"])
-
-
-def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
-    """``figures/synthetic.png``, ``section.html`` and the standalone ``report.html``."""
-    figure = plot_synthetic(summary, root / "figures" / "synthetic.png")
-    write_study_pages(root, f"prmkit lab study synthetic: preset {cfg.name}", section_html(summary, Path(figure)),
-                      cfg, summary["timings"], command)
 
 
 __all__ = [

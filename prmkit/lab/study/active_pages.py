@@ -1,0 +1,153 @@
+"""The active-learning study's pages: its figures and the HTML section of ``prmkit lab study active``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from prmkit.lab.study.core import log_fit, write_study_pages
+
+# --- the report ------------------------------------------------------------------------------------
+
+_ARMS = {"uniform": ("uniform", "C0", "o", "-"),
+         "active_strict": ("active, selector's labels counted", "C3", "s", "-"),
+         "active_paper": ("active, selected labels only (paper)", "C3", "s", ":"),
+         "generations": ("generations (retrained selector)", "C2", "^", "-")}
+
+
+def _plot_arms(summary: dict, arms: tuple[str, ...], path: Path, title: str) -> str:
+    """Accuracy against labels (log x): per-seed points, the mean with its 95% CI, the fitted line."""
+    import matplotlib.pyplot as plt
+
+    from prmkit.evaluate.plots import save_figure
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    xs_all = []
+    for j, arm in enumerate(arms):
+        label, color, marker, style = _ARMS[arm]
+        pts = summary["points"][arm]
+        x = np.array([p["labels"] for p in pts], float)
+        xs_all += list(x)
+        shift = 1 + 0.025 * (j - (len(arms) - 1) / 2)  # keep overlapping points apart
+        y = np.array([p["mean"] for p in pts]) * 100
+        lo = y - np.array([p["ci95"][0] for p in pts]) * 100
+        hi = np.array([p["ci95"][1] for p in pts]) * 100 - y
+        hollow = "none" if style == ":" else color
+        ax.errorbar(x * shift, y, yerr=[lo, hi], fmt=marker, color=color, mfc=hollow, capsize=3, label=label)
+        for p in pts:
+            ax.scatter([p["labels"] * shift] * len(p["per_seed"]), np.array(p["per_seed"]) * 100, s=10,
+                       color=color, alpha=0.35, marker=marker)
+        slope, intercept = log_fit(x, y / 100)
+        grid = np.geomspace(x.min(), x.max(), 20)
+        ax.plot(grid, 100 * (intercept + slope * np.log(grid)), color=color, alpha=0.8,
+                linestyle=style if style != "-" else "--")
+    ax.set_xscale("log")
+    ticks = sorted(set(xs_all))
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([f"{t:,.0f}" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("labelled solutions (log scale)")
+    ax.set_ylabel(f"best-of-{summary['n']} accuracy (%)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return save_figure(fig, path)
+
+
+def _pct(x) -> str:
+    return f"{100 * x:.1f}"
+
+
+def _ci(d: dict) -> str:
+    return f"{_pct(d['mean'])} [{_pct(d['ci95'][0])}, {_pct(d['ci95'][1])}]"
+
+
+def _factor(f: dict) -> str:
+    def num(x):
+        return "inf" if not np.isfinite(x) else f"{x:.2f}"
+
+    return f"{num(f['factor'])} [{num(f['ci95'][0])}, {num(f['ci95'][1])}]"
+
+
+def _equal_labels_note(diffs: dict, budgets: list[int]) -> str:
+    """What the paired differences at equal labels say beside the slope ratio (which reads only slopes:
+    a steeper active line that starts lower gives a large factor while active sets are worse)."""
+    below = [k for k in budgets if diffs[f"active-{k} - uniform-{k}"]["mean"] < 0]
+    if not below:
+        return ""
+    above = [k for k in budgets if k not in below]
+    return (" The slope ratio compares how fast the lines rise, not where they lie: at equal selected labels the "
+            f"active sets are below uniform at {', '.join(map(str, below))} per problem"
+            + (f" and above at {', '.join(map(str, above))}" if above else "") + " (paired differences below).")
+
+
+def section_html(summary: dict, figures: list[Path]) -> str:
+    """The study's HTML fragment (from ``<h2>``): protocol, factors, accuracy, what the selection changed."""
+    import html
+
+    from prmkit.evaluate.html import figure, table
+
+    c, f, pts = summary["config"], summary["factors"], summary["points"]
+    seeds = ", ".join(str(s) for s in summary["seeds"])
+    head = summary["headline"]
+    per_seed = ", ".join(f"{x:.2f}" for x in head["per_seed"])
+    intro = (f"Seeds {seeds}. Per seed: {c['train_problems']} training problems x {c['candidates']} candidate "
+             f"samples, each rated once by the simulated labellers; held out: {c['eval_problems']} problems x "
+             f"{c['eval_samples']} samples, exact best-of-{c['n']} by the PRM's min step score. Every PRM trains "
+             f"{summary['rm_steps']} optimiser steps of {summary['rm_batch_size']} solutions, or "
+             f"{summary.get('rm_epochs', 0):g} passes over its labels where that is more. Selector: the uniform "
+             f"PRM at {c['budgets'][0]} per problem; active sets: {c['wrong_share']:.0%} the most convincing wrong "
+             "answers, the rest the most convincing of what remains, from the candidates the selector did not learn "
+             "from. 95% CIs: bootstrap over seeds and held-out problems. Data-efficiency factor = slope(arm) / "
+             "slope(uniform) of accuracy against ln(labels) (the paper's method; target &ge; 2, the paper: 2.6).")
+    outcome = ("met" if head["conclusive"] else "met by the point estimate only, not by its CI" if head["point_estimate_met"]
+               else "not met")
+    verdict = (f"Headline ({html.escape(head['view'].replace('_', ' '))}): data-efficiency factor {_factor(head)}, "
+               f"per seed {per_seed}; the 2x target is {outcome}.")
+    caveat = ("" if head["uniform_slope_positive"] else
+              " The uniform arm's accuracy does not rise with labels here (slope &le; 0), so the ratio of slopes "
+              "is undefined (shown as inf); read the differences below.")
+    caveat += _equal_labels_note(summary["differences"], c["budgets"])
+    parts = ["<h2>Active learning: convincing wrong answers against uniform selection</h2>",
+             f"<p class='note'>{intro}</p>", f"<p><b>{verdict}</b>{caveat}</p>"]
+    rows = []
+    for arm in ("active_strict", "active_paper", "generations"):
+        if arm in f:
+            eq = ", ".join("-" if e is None else f"{e:.2f}" for e in f[arm]["equivalent_labels"])
+            rows.append([_ARMS[arm][0], _factor(f[arm]), ", ".join(f"{x:.2f}" for x in f[arm]["per_seed"]),
+                         f"{100 * f[arm]['slope_arm']:.2f} / {100 * f[arm]['slope_baseline']:.2f}", eq])
+    parts.append(table(["arm against uniform", "factor [95% CI]", "per seed", "slopes (points per e-fold)",
+                         "uniform labels for equal accuracy / labels used, per point"], rows))
+    rows = []
+    strict = {p["model"]: p["labels"] for p in pts["active_strict"]}
+    for arm in ("uniform", "active_paper", "generations"):
+        for p in pts[arm][1 if arm == "generations" else 0:]:  # generation 1 is the uniform set
+            s = p["set"]
+            labels = f"{p['labels']:,}"
+            if arm == "active_paper":
+                labels += f" ({strict[p['model']]:,} with the selector's)"
+            rows.append([arm.split("_")[0], p["model"], labels, _ci(p), ", ".join(_pct(x) for x in p["per_seed"]),
+                         f"{np.mean(p['step_auroc']):.3f}", _pct(s["wrong_answer"]), _pct(s["wrong_step"]),
+                         _pct(s["found_error"]), f"{s['rated_steps']:.1f}"])
+    parts.append(table(["arm", "model", "labels", f"best-of-{c['n']} % [95% CI]", "per seed", "step AUROC",
+                         "wrong answers %", "with a wrong step %", "labellers found an error %", "rated steps"], rows))
+    rows = [[k, _ci(v), ", ".join(_pct(x) for x in v["per_seed"])] for k, v in summary["differences"].items()]
+    parts.append("<p>Paired differences in best-of-N accuracy (points), same held-out problems; generation g "
+                 "against uniform at the same cumulative labels:</p>"
+                 + table(["difference", "mean [95% CI]", "per seed"], rows))
+    parts.extend(figure(p) for p in figures)
+    return "\n".join(parts)
+
+
+def write_outputs(out: Path, cfg, seeds: list[int], summary: dict, command: str) -> None:
+    """``figures/*.png``, ``section.html`` and the standalone ``report.html`` of the study."""
+    figs = [_plot_arms(summary, ("uniform", "active_strict", "active_paper"),
+                       out / "figures" / "active-vs-uniform.png", "Convincing-wrong-answer selection vs uniform")]
+    if "generations" in summary["factors"]:
+        figs.append(_plot_arms(summary, ("uniform", "generations"), out / "figures" / "generations.png",
+                               "Generations: label, retrain the selector, re-score, select"))
+    write_study_pages(out, f"prmkit lab study active: preset {cfg.name}", section_html(summary, [Path(p) for p in figs]),
+                      cfg, summary["timings"], command)
+
+__all__ = ["section_html", "write_outputs"]

@@ -87,7 +87,7 @@ def featured(data, base, tmp_path_factory):
 
 
 def test_a_featured_model_saves_its_adapter_and_source_and_scores(featured, data):
-    cfg, out = featured
+    _, out = featured
     card = json.loads((out / "prmkit_config.json").read_text())
     assert card["features"]["source"] == "surprise" and card["features"]["model"] == "feature_model"
     assert (out / "feature_adapter.safetensors").is_file() and (out / "feature_model" / "config.json").is_file()

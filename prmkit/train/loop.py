@@ -244,13 +244,11 @@ def _loop(run: Run, start: int, logger) -> dict:
     by_length = cfg.group_by_length if cfg.group_by_length is not None else not run.packed
     bar = tqdm(total=cfg.max_steps, initial=start, disable=not (cfg.progress and acc.is_main_process), desc="train")
     metrics: dict = {}
-    recent: list[float] = []
     step = start
     for step in range(start + 1, cfg.max_steps + 1):
         epoch, k = divmod(step - 1, per_epoch)
         group = plan_epoch(lengths, group_size, cfg.seed, epoch, by_length)[k]
         loss = _optimizer_step(run, group, lengths)
-        recent = [*recent[-(PLATEAU_WINDOW - 1):], loss]
         bar.update(1)
         bar.set_postfix(loss=f"{loss:.4f}")
         if step % cfg.log_every == 0 or step == cfg.max_steps:
@@ -265,14 +263,22 @@ def _loop(run: Run, start: int, logger) -> dict:
             bar.close()
             return {"stopped_at": step}
     bar.close()
-    metrics = {**evaluate(run), **plateau_check(run, recent)}
+    metrics = {**evaluate(run), **plateau_check(run, logged_losses(cfg.out)[-PLATEAU_LOGS:])}
     logger.log(step, metrics)
     save_final(run)
     return metrics
 
 
-PLATEAU_WINDOW = 20
+PLATEAU_LOGS = 5
+"""Logged training losses (every ``log_every`` steps) whose mean is compared with the class-prior entropy;
+read back from ``metrics.jsonl``, so a resumed run decides as the uninterrupted one would."""
 PLATEAU_MARGIN = 0.02
+
+
+def logged_losses(out) -> list[float]:
+    from prmkit.train.metrics import read_losses
+
+    return read_losses(out) if (Path(out) / "metrics.jsonl").is_file() else []
 
 
 def class_prior_entropy(examples) -> float | None:
@@ -289,7 +295,7 @@ def class_prior_entropy(examples) -> float | None:
 
 
 def plateau_check(run: Run, recent: list[float]) -> dict:
-    """Warn when the last steps' training loss sits at the class-prior entropy (the run learned only
+    """Warn when the last logged training losses sit at the class-prior entropy (the run learned only
     the base rate); ``{"train_loss_end", "prior_entropy", "plateau"}`` for the final metrics."""
     prior = class_prior_entropy(run.train)
     if prior is None or not recent:

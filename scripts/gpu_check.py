@@ -14,7 +14,10 @@ What it does, each stage timed and written to ``OUT/gpu_check.json``:
    through ``accelerate launch`` with every visible GPU as one process;
 4. ``prmkit score`` of the held-out pool with both models (bf16 on CUDA), then step AUROC against the
    oracle and best-of-16 of PRM, ORM and majority voting;
-5. the GPU-marked tests (``-k gpu``): CPU and GPU scores agree; a bf16 run trains and saves.
+5. the GPU-marked tests (``-k gpu``): CPU and GPU scores agree; a bf16 run trains and saves;
+6. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
+   product path as on a CPU (base pretraining, PRM and ORM with surprise features, scoring), with its
+   headline numbers and wall time per stage.
 """
 
 from __future__ import annotations
@@ -127,6 +130,18 @@ def evaluate(out: Path) -> dict:
                                                                "pass@16", "first_acc") if k in m}}
 
 
+def lab_quick(out: Path, gpus: int, log: Path) -> dict:
+    """``prmkit lab run --preset quick --seeds 0`` on the device; its headline and stage wall times."""
+    run = out / "lab-quick"
+    env = {**os.environ, "PRMKIT_CACHE": str(out / "cache")}
+    seconds = sh([sys.executable, "-m", "prmkit", "lab", "run", "--preset", "quick", "--seeds", "0", "--out", str(run),
+                  "--no-progress", "--device", "cuda" if gpus else "cpu"], log, env=env)
+    summary = json.loads((run / "summary.json").read_text())
+    head = summary["results"]["0"]["eval"]
+    return {"wall_seconds": round(seconds, 1), "stages": {k: v["wall_seconds"] for k, v in summary["timings"].items()},
+            **{k: head[k] for k in ("prm_min@16", "orm@16", "majority@16", "prm_step_auroc")}}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", required=True, help="output folder (results in gpu_check.json, commands in log.txt)")
@@ -135,6 +150,8 @@ def main() -> int:
     ap.add_argument("--batch-size", type=int, default=32, help="solutions per micro-batch per process")
     ap.add_argument("--lr", type=float, default=3e-4, help="peak learning rate")
     ap.add_argument("--tests", choices=("true", "false"), default="true", help="also run the GPU-marked tests")
+    ap.add_argument("--lab", choices=("true", "false"), default="true",
+                    help="also run the lab's quick preset on the device (cache and run folder under --out)")
     args = ap.parse_args()
     import torch
 
@@ -154,6 +171,8 @@ def main() -> int:
         stages.append(("gpu_tests", lambda: {"wall_seconds": round(sh(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "gpu",
              "tests/test_score_equivalence.py", "tests/test_train_ddp.py"], log), 1)}))
+    if args.lab == "true":
+        stages.append(("lab_quick", lambda: lab_quick(out, gpus, log)))
     for name, fn in stages:
         start = time.perf_counter()
         res[name] = fn()

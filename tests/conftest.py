@@ -37,3 +37,15 @@ def lab_cache(tmp_path_factory, monkeypatch) -> Path:
     shared.mkdir(parents=True, exist_ok=True)
     monkeypatch.setenv("PRMKIT_CACHE", str(shared))
     return shared
+
+
+@pytest.fixture(scope="module")
+def toy_data(tmp_path_factory):
+    """A folder with ``train.jsonl`` (96 toy solutions) and ``eval.jsonl`` (32), for tiny training runs."""
+    from prmkit.io import write_records
+    from prmkit.model.toydata import make_solutions
+
+    folder = tmp_path_factory.mktemp("data")
+    write_records(folder / "train.jsonl", make_solutions(96, seed=1))
+    write_records(folder / "eval.jsonl", make_solutions(32, seed=2))
+    return folder

@@ -16,10 +16,9 @@ import numpy as np
 import pytest
 import torch
 
-from prmkit.io import read_solutions, write_records
+from prmkit.io import read_solutions
 from prmkit.model.features import FeatureAdapter, SurpriseSource
 from prmkit.model.heads import RewardModel
-from prmkit.model.toydata import make_solutions
 from prmkit.score import Scorer
 from prmkit.train.config import TrainConfig
 from prmkit.train.data import build_examples, collate, model_inputs
@@ -32,11 +31,8 @@ QUICK = {"batch_size": 8, "eval_every": 0, "save_every": 0, "progress": False, "
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("data")
-    write_records(folder / "train.jsonl", make_solutions(96, seed=1))
-    write_records(folder / "eval.jsonl", make_solutions(32, seed=2))
-    return folder
+def data(toy_data):
+    return toy_data
 
 
 @pytest.fixture(scope="module")

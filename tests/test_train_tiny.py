@@ -11,7 +11,6 @@ import torch
 from safetensors.torch import load_file
 
 from prmkit.cli import main
-from prmkit.io import write_records
 from prmkit.model.toydata import make_solutions
 from prmkit.train.config import TrainConfig
 from prmkit.train.loop import build_model, latest_checkpoint, train
@@ -23,11 +22,8 @@ QUICK = {"max_steps": 6, "batch_size": 8, "eval_every": 3, "save_every": 0, "pro
 
 
 @pytest.fixture(scope="module")
-def data(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("data")
-    write_records(folder / "train.jsonl", make_solutions(96, seed=1))
-    write_records(folder / "eval.jsonl", make_solutions(32, seed=2))
-    return folder
+def data(toy_data):
+    return toy_data
 
 
 def _cfg(data, out, **kw) -> TrainConfig:

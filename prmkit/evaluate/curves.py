@@ -119,11 +119,11 @@ def pool_summary(pool: Pool, m_pad: int) -> dict:
             "answer_groups_with_mixed_grades": pool.group_conflicts}
 
 
-def format_table(result: dict) -> str:
-    """A terminal table: one row per N, one column per method, ``estimate [ci]`` in percent, ``±se`` for MC."""
+def curve_rows(result: dict) -> tuple[list[str], list[list[str]]]:
+    """The curves of a result as text cells: (method names, one row per N of ``N, estimate [ci] ±se``),
+    in percent, pass@N first, then best-of-N, then the rest (the terminal table and the report's)."""
     curves = {k: v for k, v in result["curves"].items() if k != "first_acc"}
     order = sorted(curves, key=lambda k: (k != "pass", not k.startswith("bon"), k))
-    header = ["N"] + order
     rows = []
     for j, n in enumerate(result["ns"]):
         row = [str(n)]
@@ -134,6 +134,13 @@ def format_table(result: dict) -> str:
                 cell += f" ±{100 * c['mc_se'][j]:.2f}"
             row.append(cell)
         rows.append(row)
+    return order, rows
+
+
+def format_table(result: dict) -> str:
+    """A terminal table: one row per N, one column per method, ``estimate [ci]`` in percent, ``±se`` for MC."""
+    order, rows = curve_rows(result)
+    header = ["N"] + order
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
     lines = ["  ".join(h.ljust(w) for h, w in zip(r, widths)).rstrip() for r in [header] + rows]
     first = result["curves"]["first_acc"]

@@ -69,16 +69,9 @@ def pct(x: float) -> str:
 
 def bon_section(result: dict) -> Markup:
     """Every number of a ``prmkit eval bon`` result: each curve at each N with its CI, and the first sample."""
-    curves = {k: v for k, v in result["curves"].items() if k != "first_acc"}
-    names = sorted(curves, key=lambda k: (k != "pass", not k.startswith("bon"), k))
-    rows = []
-    for j, n in enumerate(result["ns"]):
-        row = [str(n)]
-        for name in names:
-            c = curves[name]
-            cell = f"{pct(c['estimate'][j])} [{pct(c['ci_low'][j])}, {pct(c['ci_high'][j])}]"
-            row.append(cell + (f" ±{100 * c['mc_se'][j]:.2f}" if "mc_se" in c else ""))
-        rows.append(row)
+    from prmkit.evaluate.curves import curve_rows
+
+    names, rows = curve_rows(result)
     first = result["curves"]["first_acc"]
     return render("bon.html.j2", source=result.get("source", []), pool=result["pool"], table=table(["N", *names], rows),
                   first=f"{pct(first['estimate'][0])} [{pct(first['ci_low'][0])}, {pct(first['ci_high'][0])}]")

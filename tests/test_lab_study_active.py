@@ -183,12 +183,12 @@ def test_quick_study_end_to_end(lab_cache, quick_study):
             assert act["labels"] == uni["labels"] == k * cfg.active.train_problems
             a_set, u_set = (summary["batches"][s][f"{arm}-{k}"][-1] for arm in ("active", "uniform"))
             assert a_set["wrong_answer"] > u_set["wrong_answer"] + 0.05
-    # The main effect as the study measures it (the paper's slope ratio, headline view): accuracy climbs
-    # faster with labels on the active arm than on the uniform one. Measured at this size: 1.80 [0.80, 3.24]
-    # on seeds 0, 1 (per seed 2.07, 1.39) and 1.79 on seeds 2, 3 (7.58, 0.93); 5.33 [2.50, inf] at the
-    # default size. Not asserted: that active lies above uniform at equal labels; at 1 per problem it lies
-    # below on most seeds, here and at the default size (docs/study-active.md).
-    assert summary["headline"]["factor"] > 1
+    # The study's outcome (the paper's slope ratio) is computed and recorded, not asserted: at this size
+    # its 95% interval spans 1 (measured 1.80 [0.80, 3.24] on seeds 0, 1; a fresh machine got 0.88), so
+    # its direction depends on which reward models stall, not on the code. What must hold on any machine
+    # is the mechanism above: selection finds more wrong answers than uniform sampling.
+    h = summary["headline"]
+    assert not np.isnan(h["factor"]) and len(h["ci95"]) == 2 and len(h["per_seed"]) == len(SEEDS)
     f = summary["factors"]
     assert len(f["active_paper"]["per_seed"]) == len(SEEDS)
     assert len(summary["differences"]) == 3  # active at 1 and at 4, generation 2

@@ -143,4 +143,4 @@ def test_quick_study_prm_rises_with_labels_and_leads_the_orm(tmp_path, lab_cache
     lines.clear()
     run_study(cfg, [0], tmp_path, jobs=2, progress=False, log=lines.append)  # a rerun skips every job
     assert all("(all cached)" in line for line in lines if line.startswith("stage ")), lines
-    assert sum(line.startswith("stage ") for line in lines) == 4
+    assert sum(line.startswith("stage ") for line in lines) == 3  # data, base, rm

@@ -86,11 +86,31 @@ def wall_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def markdown(header: list[str], rows: list[list[str]]) -> str:
+    """A markdown table of text cells."""
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
+                      *("| " + " | ".join(r) + " |" for r in rows)])
+
+
+def _budget(name: str):
+    def render(summary: dict) -> str:
+        from prmkit.lab.study.budget import budget_tables, efficiency_text, findings
+
+        if name == "findings":
+            return findings(summary)
+        if name == "efficiency":
+            return f"Data-efficiency factor by the paper's method: {efficiency_text(summary)}."
+        return markdown(*budget_tables(summary)[name])
+
+    return render
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
     "lab-targets": targets_table,
     "lab-wall": wall_table,
+    **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
 }
 """Every generated table, by the name a doc's marker uses."""
 

@@ -289,26 +289,41 @@ def _ratio(x: float) -> str:
     return "inf" if not math.isfinite(x) else f"{x:.2f}"
 
 
-def section_html(summary: dict, figure_path: Path) -> str:
-    """The study's HTML fragment (from ``<h2>``): what was run, the tables, the figure, what it shows."""
-    from prmkit.evaluate.html import figure, table
-
+def budget_tables(summary: dict) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """The study's tables as (header, rows) of text: ``accuracy`` per budget, the ``fit`` of each reward
+    model, the ``equivalent`` labels; the page and ``docs/study-budget.md`` (generated) both show them."""
     n, labels, acc = summary["n"], summary["budgets"], summary["accuracy"]
     rows = [[f"{b:,}", _pct_ci(acc["prm"][str(b)]), _pct_ci(acc["orm"][str(b)]),
              _pct_ci(summary["gap_prm_orm"][str(b)]), _pct_ci(acc["majority"][str(b)]),
              " / ".join(f"{100 * v:.1f}" for v in acc["prm"][str(b)]["per_seed"]),
              " / ".join(f"{100 * v:.1f}" for v in acc["orm"][str(b)]["per_seed"])] for b in labels]
-    acc_table = table(["labelled solutions", f"PRM min@{n}", f"ORM@{n}", "PRM - ORM", f"majority@{n}",
-                        "PRM per seed", "ORM per seed"], rows)
-    fit_rows = [[STYLE[k][1], f"{100 * f['slope']:.2f}", f"{f['points_per_doubling']:+.2f}", f"{100 * f['intercept']:.1f}",
-                 " / ".join(f"{100 * v:.2f}" for v in f["per_seed_slope"])] for k, f in summary["fit"].items()]
-    fit_table = table(["reward model", "slope (pts per ln label)", "pts per doubling", "intercept (pts at 1 label)",
-                        "slope per seed"], fit_rows)
+    fit = [[STYLE[k][1], f"{100 * f['slope']:.2f}", f"{f['points_per_doubling']:+.2f}", f"{100 * f['intercept']:.1f}",
+            " / ".join(f"{100 * v:.2f}" for v in f["per_seed_slope"])] for k, f in summary["fit"].items()]
+    eq = [[f"{int(b):,}", f"{v['orm_labels']:,.0f}" + (" (extrapolated)" if v["extrapolated"] else ""),
+           f"{_ratio(v['factor'])} [{_ratio(v['ci95'][0])}, {_ratio(v['ci95'][1])}]",
+           " / ".join(_ratio(x) for x in v["per_seed"])] for b, v in summary["equivalent_labels"].items()]
+    return {"accuracy": (["labelled solutions", f"PRM min@{n}", f"ORM@{n}", "PRM - ORM", f"majority@{n}",
+                          "PRM per seed", "ORM per seed"], rows),
+            "fit": (["reward model", "slope (pts per ln label)", "pts per doubling", "intercept (pts at 1 label)",
+                     "slope per seed"], fit),
+            "equivalent": (["PRM labels", "ORM labels to match (fitted lines)", "factor (95% CI)", "per seed"], eq)}
+
+
+def efficiency_text(summary: dict) -> str:
+    """The data-efficiency factor (slope ratio) with its interval and per-seed values, as one sentence."""
     e = summary["efficiency"]
-    eq_rows = [[f"{int(b):,}", f"{v['orm_labels']:,.0f}" + (" (extrapolated)" if v["extrapolated"] else ""),
-                f"{_ratio(v['factor'])} [{_ratio(v['ci95'][0])}, {_ratio(v['ci95'][1])}]",
-                " / ".join(_ratio(x) for x in v["per_seed"])] for b, v in summary["equivalent_labels"].items()]
-    eq_table = table(["PRM labels", "ORM labels to match (fitted lines)", "factor (95% CI)", "per seed"], eq_rows)
+    return (f"slope(PRM) / slope(ORM) = {_ratio(e['factor'])}, 95% CI [{_ratio(e['ci95'][0])}, "
+            f"{_ratio(e['ci95'][1])}], per seed {' / '.join(_ratio(x) for x in e['per_seed'])}")
+
+
+def section_html(summary: dict, figure_path: Path) -> str:
+    """The study's HTML fragment (from ``<h2>``): what was run, the tables, the figure, what it shows."""
+    from prmkit.evaluate.html import figure, table
+
+    n = summary["n"]
+    tables = budget_tables(summary)
+    acc_table, fit_table, eq_table = (table(*tables[k]) for k in ("accuracy", "fit", "equivalent"))
+    e = summary["efficiency"]
     return "\n".join([
         "<h2>Study: the label-budget curve (process vs outcome supervision)</h2>",
         (f"<p>PRM and ORM from the same base model, trained on the first B of one shuffled pool of labelled "
@@ -328,7 +343,7 @@ def section_html(summary: dict, figure_path: Path) -> str:
         ("<p class='note'>The horizontal reading of the same lines: at each PRM budget, the number of labels at "
         "which the ORM's fitted line reaches the PRM's fitted accuracy, and that number over the budget "
         "(a factor of 4 means the ORM needs four times the labels).</p>"), eq_table,
-        f"<p>{html.escape(_findings(summary))}</p>", _compute_note(summary)])
+        f"<p>{html.escape(findings(summary))}</p>", _compute_note(summary)])
 
 
 def _compute_note(summary: dict) -> str:
@@ -341,7 +356,7 @@ def _compute_note(summary: dict) -> str:
             f"{sum(stages.values()) / 60:.1f} core-minutes in all.</p>")
 
 
-def _findings(summary: dict) -> str:
+def findings(summary: dict) -> str:
     """The directions, stated from the numbers (never pre-written)."""
     d, labels = summary["direction"], summary["budgets"]
     gaps = summary["gap_prm_orm"]
@@ -362,7 +377,9 @@ def write_pages(out: Path, cfg: LabConfig, summary: dict) -> None:
 
 
 __all__ = [
+    "budget_tables",
     "curve_stats",
+    "efficiency_text",
     "equivalence",
     "equivalent_labels",
     "job_data",

@@ -105,12 +105,22 @@ def _budget(name: str):
     return render
 
 
+def _synthetic(name: str):
+    def render(summary: dict) -> str:
+        from prmkit.lab.study import synthetic_pages
+
+        return markdown(*getattr(synthetic_pages, f"{name}_rows")(summary))
+
+    return render
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
     "lab-targets": targets_table,
     "lab-wall": wall_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
+    **{f"synthetic-{name}": _synthetic(name) for name in ("results", "large", "threshold")},
 }
 """Every generated table, by the name a doc's marker uses."""
 

@@ -47,9 +47,8 @@ def _cell(c: dict, signed: bool = False) -> str:
     return f"{fmt.format(100 * c['mean'])} [{100 * c['ci95'][0]:.1f}, {100 * c['ci95'][1]:.1f}]"
 
 
-def results_table(summary: dict) -> str:
-    from prmkit.evaluate.html import table
-
+def results_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Accuracy per method and budget, the two gaps and the ordering's verdict, as (header, rows) of text."""
     rows = []
     for k in sorted(summary["labels"], key=int):
         o = summary["ordering"][k]
@@ -58,27 +57,25 @@ def results_table(summary: dict) -> str:
         rows.append([k, f"{summary['labels'][k]:,}", *(_cell(summary["accuracy"][m][k]) for m in METHODS),
                      *(_cell(summary["differences"][d][k], True) for d in ("process-outcome", "outcome-answer")), verdict])
     n = summary["n"]
-    return table(["samples / problem", "labels", f"process @{n}", f"large-PRM outcome @{n}", f"answer check @{n}",
-                   "process - outcome", "outcome - answer", "process > outcome > answer"], rows)
+    return (["samples / problem", "labels", f"process @{n}", f"large-PRM outcome @{n}", f"answer check @{n}",
+             "process - outcome", "outcome - answer", "process > outcome > answer"], rows)
 
 
-def large_table(summary: dict) -> str:
-    from prmkit.evaluate.html import table
-
+def large_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """The large PRM per seed: held-out step AUROC, best-of-N, and how its labels agree with the oracle's."""
     rows = []
     for s, v in summary["per_seed"].items():
         lp, a = v["large_prm"], v["large_prm"]["agreement"]
         rows.append([s, f"{lp['step_auroc_eval']:.3f}", f"{100 * lp['bon@' + str(summary['n'])]:.1f}",
                      f"{100 * a['flagged']:.1f}", f"{100 * a['process_first_error']:.1f}", f"{100 * a['outcome']:.1f}",
                      f"{100 * a['answer_check']:.1f}", f"{100 * a['caught_right_answer_wrong_step']:.1f}"])
-    return table(["seed", "step AUROC (held out)", f"best-of-{summary['n']}", "flags a step (%)",
-                   "first error = oracle's (%)", "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
-                   "right answer, wrong step: flagged (%)"], rows)
+    return (["seed", "step AUROC (held out)", f"best-of-{summary['n']}", "flags a step (%)",
+             "first error = oracle's (%)", "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
+             "right answer, wrong step: flagged (%)"], rows)
 
 
-def threshold_table(summary: dict) -> str:
-    from prmkit.evaluate.html import table
-
+def threshold_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """The large PRM's labels against the oracle's at each threshold, mean over seeds."""
     seeds = list(summary["per_seed"].values())
     rows = []
     for t in seeds[0]["large_prm"]["by_threshold"]:
@@ -86,9 +83,27 @@ def threshold_table(summary: dict) -> str:
                  for key in ("flagged", "process_first_error", "outcome", "answer_check", "caught_right_answer_wrong_step")]
         rows.append([t, *(f"{100 * np.mean(c):.1f}" for c in cells)])
     wrong = np.mean([s["large_prm"]["agreement"]["oracle_wrong"] for s in seeds])
-    return table(["P(negative) >", f"flags a step (%; oracle: {100 * wrong:.1f})", "first error = oracle's (%)",
-                   "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
-                   "right answer, wrong step: flagged (%)"], rows)
+    return (["P(negative) >", f"flags a step (%; oracle: {100 * wrong:.1f})", "first error = oracle's (%)",
+             "outcome label = oracle's (%)", "grade = oracle's outcome (%)", "right answer, wrong step: flagged (%)"],
+            rows)
+
+
+def results_table(summary: dict) -> str:
+    from prmkit.evaluate.html import table
+
+    return table(*results_rows(summary))
+
+
+def large_table(summary: dict) -> str:
+    from prmkit.evaluate.html import table
+
+    return table(*large_rows(summary))
+
+
+def threshold_table(summary: dict) -> str:
+    from prmkit.evaluate.html import table
+
+    return table(*threshold_rows(summary))
 
 
 def section_html(summary: dict, figure_path: Path) -> str:
@@ -128,4 +143,5 @@ def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
     write_study_pages(root, f"prmkit lab study synthetic: preset {cfg.name}", section_html(summary, Path(figure)),
                       cfg, summary["timings"], command)
 
-__all__ = ["large_table", "plot_synthetic", "results_table", "section_html", "threshold_table", "write_outputs"]
+__all__ = ["large_rows", "large_table", "plot_synthetic", "results_rows", "results_table", "section_html",
+           "threshold_rows", "threshold_table", "write_outputs"]

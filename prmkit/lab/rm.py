@@ -44,7 +44,7 @@ def train_and_score(out: Path, kind: str, train_file: str, rm: TrainConfig, seed
     """Train a ``kind`` reward model on every record of ``train_file`` into ``out/model`` and score each pool
     (name -> solutions file) into ``out/scored-<name>.jsonl.gz`` under the score name ``column`` (default: kind)."""
     from prmkit.score import ScoreConfig, Scorer, score_file
-    from prmkit.train.loop import train, uses_cuda
+    from prmkit.train.loop import torch_device, train
 
     start = time.perf_counter()
     cfg = job_config(rm, kind, str(train_file), str(out / "model"), base_dir, seed, progress, device)
@@ -53,7 +53,7 @@ def train_and_score(out: Path, kind: str, train_file: str, rm: TrainConfig, seed
     scored = {}
     if pools:
         score_cfg = ScoreConfig(name=column or kind, batch_size=64, progress=progress, resume=False, device=device)
-        scorer = Scorer(out / "model", device="cuda" if uses_cuda(device) else "cpu")
+        scorer = Scorer(out / "model", device=torch_device(device))
         for name, pool_file in pools.items():
             scored[name] = score_file(out / "model", pool_file, out / f"scored-{name}.jsonl.gz", score_cfg, scorer)
     return {"metrics": metrics, "final_loss": final_loss(out / "model"), "train_seconds": round(train_seconds, 1),

@@ -219,10 +219,10 @@ def job_score(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_file: st
     from prmkit.lab.scoring import merge_scored
     from prmkit.model.features import SurpriseSource
     from prmkit.score import ScoreConfig, Scorer, score_file
-    from prmkit.train.loop import uses_cuda
+    from prmkit.train.loop import torch_device
 
     init_worker()
-    on = "cuda" if uses_cuda(device) else "cpu"
+    on = torch_device(device)
     shared = cfg.rm.features == f"surprise:{RM_BASE}"
     source = SurpriseSource(base_dir, on, keep=shared)
     base_file = out / f".{pool}-label-free.jsonl.gz"
@@ -256,7 +256,8 @@ def job_evaluate(out: Path, cfg: LabConfig, scored: dict[str, str], seed: int) -
 
 # --- the pipeline -----------------------------------------------------------------------------------
 
-def _done_key(folder) -> str:
+def done_key(folder) -> str:
+    """The key a finished job folder was made under (its ``done.json``)."""
     return json.loads((Path(folder) / "done.json").read_text())["key"]
 
 
@@ -288,7 +289,7 @@ def score_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: s
             # the sweep's models score the held-out pool only: the sweep is about held-out problems
             models = {score_name(k, b, cfg): str(d / "model") for (k, b), d in rm_dirs[s].items()
                       if pool == "eval" or b == cfg.labelled}
-            keys = sorted(_done_key(rm_dirs[s][kb]) for kb in rm_dirs[s] if score_name(*kb, cfg) in models)
+            keys = sorted(done_key(rm_dirs[s][kb]) for kb in rm_dirs[s] if score_name(*kb, cfg) in models)
             folder = seed_dir / f"score-{pool}"
             scored[s][pool] = str(folder / f"{pool}.jsonl.gz")
             calls.append((str(folder), key_of(keys, data_key[s], bkey, pool, RM_VERSION), job_score, pool, cfg,
@@ -327,7 +328,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
         runner.stage("rm", rcalls)
         scalls, scored = score_calls(cfg, sd, data_key, bkey, base_dir, rdirs, inner, device)
         runner.stage("score", scalls)
-        score_keys = {s: [_done_key(Path(f).parent) for f in scored[s].values()] for s in seeds}
+        score_keys = {s: [done_key(Path(f).parent) for f in scored[s].values()] for s in seeds}
         runner.stage("evaluate", [(str(sd[s] / "evaluate"),
                                    key_of(score_keys[s], cfg.vote_target_se, cfg.bootstrap, 2),
                                    job_evaluate, cfg, scored[s], s) for s in seeds])

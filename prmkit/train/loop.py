@@ -78,6 +78,11 @@ def uses_cuda(device: str) -> bool:
     return device == "cuda" or (device == "auto" and torch.cuda.is_available())
 
 
+def torch_device(device: str) -> str:
+    """The torch device of a ``device`` setting (auto, cpu, cuda): ``"cuda"`` or ``"cpu"``."""
+    return "cuda" if uses_cuda(device) else "cpu"
+
+
 def make_accelerator(cfg: TrainConfig):
     from accelerate import Accelerator
 

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, key_of
+from prmkit.lab.run import RM_VERSION, Runner, done_key, init_worker, job_base, key_of
 from prmkit.lab.study.active_pages import write_outputs
 from prmkit.lab.study.core import (
     AGGREGATION,
@@ -269,7 +269,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
             for s in seeds:
                 for m in (m for m in models if m["depth"] == depth):
                     plan = [(st, k, str(sd[s] / d) if d else None, u) for st, k, d, u in m["plan"]]
-                    keyed = [(st, k, _done_key(d) if d else None, u) for st, k, d, u in plan]
+                    keyed = [(st, k, done_key(d) if d else None, u) for st, k, d, u in plan]
                     # wrong_grades can change only the models that select (an active batch in the plan)
                     selects = any(st == "active" for st, *_ in m["plan"])
                     grades = if_changed(a.wrong_grades, WRONG_GRADES) if selects else ()
@@ -302,10 +302,6 @@ def rm_config(cfg, labels: int = 0):
     """
     cfg = with_rm_steps(cfg, cfg.active.rm_steps)
     return with_rm_steps(cfg, max(cfg.rm.max_steps, math.ceil(cfg.active.rm_epochs * labels / cfg.rm.batch_size)))
-
-
-def _done_key(folder: str) -> str:
-    return json.loads((Path(folder) / "done.json").read_text())["key"]
 
 
 def summarise(cfg, seeds: list[int], out: Path) -> dict:

@@ -242,12 +242,12 @@ def job_label(out: Path, cfg, large_dir: str, data_dir: str, progress: bool, dev
     sets at every budget."""
     from prmkit.io import read_solutions, write_records
     from prmkit.score import ScoreConfig, Scorer, score_file
-    from prmkit.train.loop import uses_cuda
+    from prmkit.train.loop import torch_device
 
     init_worker()
     sc = cfg.synthetic
     model_dir = Path(large_dir) / "model"
-    scorer = Scorer(model_dir, device="cuda" if uses_cuda(device) else "cpu")
+    scorer = Scorer(model_dir, device=torch_device(device))
     score_cfg = ScoreConfig(batch_size=64, progress=progress, resume=False, device=device)
     probs, sols = {}, {}
     for pool in ("fresh", "eval"):

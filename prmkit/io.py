@@ -23,9 +23,10 @@ import io
 import json
 import os
 import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, TextIO, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from prmkit.schema import Problem, SchemaError, Solution
 
@@ -58,7 +59,7 @@ def open_text(path: str | os.PathLike, mode: str = "rt") -> TextIO:
     return open(path, mode, encoding="utf-8")
 
 
-def iter_json(path: str | os.PathLike, rejects: "RejectWriter | None" = None) -> Iterator[Raw]:
+def iter_json(path: str | os.PathLike, rejects: RejectWriter | None = None) -> Iterator[Raw]:
     """Yield every JSON value of a file: JSON Lines, one JSON array, or concatenated JSON objects.
 
     A malformed line of a JSON Lines file raises :class:`RecordError`, or, with ``rejects``, is
@@ -86,7 +87,7 @@ def _sniff(path: str | os.PathLike) -> str:
     return "lines"
 
 
-def _iter_lines(f: TextIO, path, rejects: "RejectWriter | None") -> Iterator[Raw]:
+def _iter_lines(f: TextIO, path, rejects: RejectWriter | None) -> Iterator[Raw]:
     for number, line in enumerate(f, start=1):
         if not line.strip():
             continue
@@ -135,7 +136,7 @@ def _iter_concatenated(f: TextIO, path, chunk: int = 1 << 16) -> Iterator[Raw]:
 
 
 def read_records(path: str | os.PathLike, parse: Callable[[Any, str], T], *,
-                 rejects: "RejectWriter | None" = None) -> Iterator[T]:
+                 rejects: RejectWriter | None = None) -> Iterator[T]:
     """Parse every JSON value of ``path`` with ``parse(value, field_path)``.
 
     A :class:`SchemaError` (or a :class:`RecordError` from a converter) becomes a
@@ -148,18 +149,18 @@ def read_records(path: str | os.PathLike, parse: Callable[[Any, str], T], *,
             _reject(rejects, RecordError(path, raw.line, e.field, e.message), raw)
 
 
-def _reject(rejects: "RejectWriter | None", error: RecordError, raw: Raw) -> None:
+def _reject(rejects: RejectWriter | None, error: RecordError, raw: Raw) -> None:
     if rejects is None:
         raise error
     rejects.add(error, raw)
 
 
-def read_solutions(path: str | os.PathLike, rejects: "RejectWriter | None" = None) -> Iterator[Solution]:
+def read_solutions(path: str | os.PathLike, rejects: RejectWriter | None = None) -> Iterator[Solution]:
     """Stream the :class:`Solution` records of a prmkit file."""
     return read_records(path, Solution.from_dict, rejects=rejects)
 
 
-def read_problems(path: str | os.PathLike, rejects: "RejectWriter | None" = None) -> Iterator[Problem]:
+def read_problems(path: str | os.PathLike, rejects: RejectWriter | None = None) -> Iterator[Problem]:
     """Stream the :class:`Problem` records of a prmkit problem file."""
     return read_records(path, lambda d, p: Problem.from_dict(d, p or "record"), rejects=rejects)
 
@@ -243,7 +244,7 @@ def write_json(path: str | os.PathLike, value: Any, inputs: Iterable[str | os.Pa
 def rejects_path(output: str | os.PathLike) -> Path:
     """Where ``--skip-invalid`` puts the rejects of ``output``: ``OUT.rejects.jsonl`` beside it."""
     out = Path(output)
-    name = out.name[:-3] if out.name.endswith(".gz") else out.name
+    name = out.name.removesuffix(".gz")
     stem = name[: -len(".jsonl")] if name.endswith(".jsonl") else name.rsplit(".", 1)[0]
     return out.with_name(f"{stem}.rejects.jsonl")
 
@@ -267,7 +268,7 @@ class RejectWriter:
         if self.errors:
             write_records(self.path, self.errors)
 
-    def __enter__(self) -> "RejectWriter":
+    def __enter__(self) -> RejectWriter:
         return self
 
     def __exit__(self, *exc) -> None:

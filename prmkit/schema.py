@@ -23,8 +23,9 @@ Unknown keys are an error (they are usually typos); foreign data that has no fie
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 RATINGS = (-1, 0, 1)
 """Step ratings as PRM800K defines them: -1 bad, 0 okay (neutral), +1 great."""
@@ -156,7 +157,7 @@ class Completion:
         return _compact(self)
 
     @classmethod
-    def from_dict(cls, d: Any, path: str = "completion") -> "Completion":
+    def from_dict(cls, d: Any, path: str = "completion") -> Completion:
         d = _as_object(d, path)
         _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
         return cls(
@@ -185,7 +186,7 @@ class Step:
     meta: dict = field(default_factory=dict)
 
     @classmethod
-    def of(cls, text: str, rating: int | None = None, value: float | None = None, **completion) -> "Step":
+    def of(cls, text: str, rating: int | None = None, value: float | None = None, **completion) -> Step:
         """A step with a single completion, the common case."""
         return cls([Completion(text, rating=rating, value=value, **completion)])
 
@@ -219,7 +220,7 @@ class Step:
         return out
 
     @classmethod
-    def from_dict(cls, d: Any, path: str = "step") -> "Step":
+    def from_dict(cls, d: Any, path: str = "step") -> Step:
         d = _as_object(d, path)
         _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
         raw = _req(d, "completions", (list,), path)
@@ -255,7 +256,7 @@ class Problem:
         return _compact(self)
 
     @classmethod
-    def from_dict(cls, d: Any, path: str = "problem") -> "Problem":
+    def from_dict(cls, d: Any, path: str = "problem") -> Problem:
         d = _as_object(d, path)
         _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
         return cls(
@@ -281,7 +282,7 @@ class Generator:
         return _compact(self)
 
     @classmethod
-    def from_dict(cls, d: Any, path: str = "generator") -> "Generator":
+    def from_dict(cls, d: Any, path: str = "generator") -> Generator:
         d = _as_object(d, path)
         _no_unknown(d, ["name", "sampling"], path)
         return cls(_req(d, "name", (str,), path), _opt(d, "sampling", (dict,), path, {}))
@@ -303,7 +304,7 @@ class Prelabel:
         return _compact(self)
 
     @classmethod
-    def from_dict(cls, d: Any, path: str = "prelabel") -> "Prelabel":
+    def from_dict(cls, d: Any, path: str = "prelabel") -> Prelabel:
         d = _as_object(d, path)
         _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
         steps = _opt(d, "steps", (list,), path)
@@ -347,7 +348,7 @@ class Solution:
     # -- convenience ----------------------------------------------------------------------------
     @classmethod
     def from_steps(cls, problem: str | Problem, texts: list[str], ratings: list[int | None] | None = None,
-                   values: list[float | None] | None = None, **fields) -> "Solution":
+                   values: list[float | None] | None = None, **fields) -> Solution:
         """Build a solution with one completion per step."""
         prob = problem if isinstance(problem, Problem) else Problem(problem)
         ratings = ratings or [None] * len(texts)
@@ -386,7 +387,7 @@ class Solution:
         return out
 
     @classmethod
-    def from_dict(cls, d: Any, path: str = "") -> "Solution":
+    def from_dict(cls, d: Any, path: str = "") -> Solution:
         d = _as_object(d, path or "record")
         _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
         steps = _opt(d, "steps", (list,), path, [])

@@ -32,3 +32,14 @@ def test_a_changed_summary_changes_the_doc(tmp_path):
     out = render_doc(doc, tmp_path)
     assert "| 0.123 |" in out.replace(" | 0.123 ", " | 0.123 |") and "old" not in out
     assert set(TABLES) >= {"lab-eval", "lab-ood", "lab-targets", "lab-wall"}
+
+
+def test_the_committed_summaries_ran_on_the_pinned_stack():
+    from prmkit.lab.stack import PACKAGES, read_pins
+
+    pins = read_pins(REPO / "constraints.txt")
+    assert set(pins) == set(PACKAGES), "constraints.txt pins exactly the packages a summary records"
+    for path in sorted((REPO / "docs" / "results").glob("*.json")):
+        stack = json.loads(path.read_text()).get("stack")
+        if stack is not None:  # summaries from before the stack was recorded have none
+            assert stack == pins, f"{path.name} ran on {stack}, constraints.txt pins {pins}"

@@ -9,6 +9,10 @@ the issue's targets on those three seeds.
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -76,6 +80,45 @@ def test_an_interrupted_job_resumes_in_its_partial_folder_only_under_the_same_ke
         run_job(str(tmp_path / "other"), "k", boom)
     assert run_job(str(tmp_path / "other"), "k2", resume)["found"] is None  # another key: a clean start
     assert not (tmp_path / "job" / ".key").exists()
+
+
+_POOL_SCRIPT = """
+import multiprocessing, sys, time
+from concurrent.futures import ProcessPoolExecutor
+from prmkit.lab.run import init_pool_worker
+if __name__ == "__main__":
+    pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"), initializer=init_pool_worker)
+    list(pool.map(time.sleep, [0.5, 0.5]))
+    print(*pool._processes, flush=True)
+    time.sleep(600)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux's prctl")
+def test_pool_workers_exit_when_the_run_is_killed(tmp_path):
+    script = tmp_path / "pool.py"
+    script.write_text(_POOL_SCRIPT)
+    run = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    try:
+        workers = [int(p) for p in run.stdout.readline().split()]
+        assert len(workers) == 2 and all(_alive(p) for p in workers)
+        run.kill()  # SIGKILL: no handler in the parent can clean up; the workers must go by themselves
+        run.wait()
+        deadline = time.monotonic() + 20
+        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in workers)
+    finally:
+        run.kill()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as f:  # a reaped-later zombie counts as gone
+        return f.read().split(") ")[1][0] != "Z"
 
 
 def test_key_of_is_stable_and_tells_configs_apart():

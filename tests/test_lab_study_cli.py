@@ -97,3 +97,16 @@ def test_study_through_the_cli_updates_the_lab_report(tmp_path, lab_cache, capsy
     assert main(argv) == 0  # a rerun: every job cached
     rerun = capsys.readouterr().out
     assert all(f"stage {name}: 0 of" in rerun for name in ("data", "base", "rm"))
+
+
+@pytest.mark.parametrize("command", [["lab", "run"], ["lab", "study", "active"]])
+def test_seed_sets_by_name_keep_report_seeds_apart_from_development_seeds(command):
+    from prmkit.lab.config import DEV_SEEDS, REPORT_SEEDS
+
+    parser = build_parser()
+    assert parser.parse_args([*command, "--seeds", "report"]).seeds == list(REPORT_SEEDS)
+    assert parser.parse_args([*command, "--seeds", "dev"]).seeds == list(DEV_SEEDS)
+    assert parser.parse_args([*command, "--seeds", "3,1"]).seeds == [3, 1]
+    assert not set(DEV_SEEDS) & set(REPORT_SEEDS)
+    with pytest.raises(SystemExit):
+        parser.parse_args([*command, "--seeds", "reports"])

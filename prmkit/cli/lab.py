@@ -228,10 +228,15 @@ def cmd_study(args: argparse.Namespace) -> int:
 
 
 def _seeds(text: str) -> list[int]:
+    from prmkit.lab.config import SEED_SETS
+
+    if text in SEED_SETS:
+        return list(SEED_SETS[text])
     try:
         seeds = [int(x) for x in text.replace(",", " ").split()]
     except ValueError:
-        raise argparse.ArgumentTypeError(f"--seeds expects integers separated by commas, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"--seeds expects integers separated by commas, or one of "
+                                         f"{', '.join(SEED_SETS)}, got {text!r}") from None
     if not seeds or len(set(seeds)) != len(seeds):
         raise argparse.ArgumentTypeError(f"--seeds expects distinct integers, got {text!r}")
     return seeds
@@ -309,8 +314,9 @@ def _register_run(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (rm.max_steps=400, base.steps=600, label_budgets=500,2000, "
                         "eval_problems=100); repeatable")
-    p.add_argument("--seeds", type=_seeds, default=[0], metavar="S,S,...",
-                   help="seeds to run (each its own data, labels and reward models; the base model is shared)")
+    p.add_argument("--seeds", type=_seeds, default=[0], metavar="S,S,...|dev|report",
+                   help="seeds to run (each its own data, labels and reward models; the base model is shared; dev = 0,1,2 for "
+                        "choosing recipes, report = 10,11,12 for published numbers, docs/lab.md \"Seeds\")")
     p.add_argument("--out", default=None, metavar="RUN_DIR", help="run folder (default: runs/lab-<preset>)")
     _add_worker_flags(p)
     p.add_argument("--fresh", action="store_true",
@@ -332,8 +338,9 @@ def _register_study(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (budget.budgets=250,1000,4000, budget.rm_steps=300, "
                         "active.candidates=16, synthetic.threshold=0.5); repeatable")
-    p.add_argument("--seeds", type=_seeds, default=[0, 1, 2], metavar="S,S,...",
-                   help="seeds to run (each its own data, labels and reward models; CIs are over seeds and problems)")
+    p.add_argument("--seeds", type=_seeds, default=[0, 1, 2], metavar="S,S,...|dev|report",
+                   help="seeds to run (each its own data, labels and reward models; CIs are over seeds and problems; dev = 0,1,2 for "
+                        "choosing recipes, report = 10,11,12 for published numbers, docs/lab.md \"Seeds\")")
     p.add_argument("--out", default=None, metavar="RUN_DIR",
                    help="run folder; the study writes RUN_DIR/study-<name>/ (default: runs/lab-<preset>)")
     _add_worker_flags(p)

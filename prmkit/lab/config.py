@@ -30,6 +30,13 @@ from prmkit.train.config import TrainConfig
 RM_BASE = "base"
 """The name that ``rm.base_model`` and ``rm.features`` use for the run's base model folder."""
 
+DEV_SEEDS = (0, 1, 2)
+"""Seeds for choosing recipes: the tests, every tuning run, the README's ``make run``."""
+REPORT_SEEDS = (10, 11, 12)
+"""Seeds for published numbers only: no recipe or constant was chosen by looking at them."""
+SEED_SETS = {"dev": DEV_SEEDS, "report": REPORT_SEEDS}
+"""The names ``--seeds`` accepts for each set."""
+
 
 def lab_format(max_length: int = 384) -> FormatConfig:
     """The lab's formatting: a step per line, each ended by a ``<step>`` marker."""
@@ -178,5 +185,5 @@ def from_recipe(path: str | Path, cls=None) -> LabConfig:
     return resolve(cls or LabConfig, read_recipe(path))
 
 
-__all__ = ["PRESETS", "RECIPES", "RM_BASE", "SPLITS", "BaseConfig", "LabConfig", "config_hash", "from_recipe",
+__all__ = ["DEV_SEEDS", "PRESETS", "RECIPES", "REPORT_SEEDS", "RM_BASE", "SEED_SETS", "SPLITS", "BaseConfig", "LabConfig", "config_hash", "from_recipe",
            "lab_format", "lab_rm", "preset"]

@@ -114,6 +114,17 @@ def _synthetic(name: str):
     return render
 
 
+def _active(name: str):
+    def render(summary: dict) -> str:
+        from prmkit.lab.study import active_pages
+
+        if name == "findings":
+            return active_pages.findings(summary)
+        return markdown(*getattr(active_pages, f"{name}_rows")(summary))
+
+    return render
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
@@ -121,6 +132,7 @@ TABLES = {
     "lab-wall": wall_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _synthetic(name) for name in ("results", "large", "threshold")},
+    **{f"active-{name}": _active(name) for name in ("factor", "point", "difference", "findings")},
 }
 """Every generated table, by the name a doc's marker uses."""
 

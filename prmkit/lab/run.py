@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prmkit.lab.config import LabConfig
+from prmkit.lab.stack import numeric_stack
 
 POOLS = ("eval", "ood")
 RM_VERSION = 2
@@ -102,6 +103,17 @@ def init_worker() -> None:
     transformers.utils.logging.set_verbosity_error()  # a new head's "newly initialised" report is expected
 
 
+def init_pool_worker() -> None:
+    """:func:`init_worker` for a pool process, which also exits when the run that started it dies (Linux):
+    a ``kill`` of the run would otherwise leave its workers training, holding the cores."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
+    init_worker()
+
+
 @dataclass
 class Runner:
     """Runs a stage's jobs (in ``jobs`` processes) and keeps the wall time of every stage."""
@@ -125,7 +137,7 @@ class Runner:
                 import multiprocessing
 
                 self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=init_worker)
+                                                 initializer=init_pool_worker)
             futures = [self._pool.submit(run_job, *c) for c in todo]
             for f in futures:
                 f.result()
@@ -340,10 +352,11 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     summary = write_lab_report(run_dir, cfg, seeds, runner.timings, command)
     runner.timings["report"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary["timings"] = runner.timings
+    summary["stack"] = numeric_stack()
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     log(f"report: {run_dir / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")
     return summary
 
 
-__all__ = ["budgets", "init_worker", "key_of", "run_job", "run_lab"]
+__all__ = ["budgets", "init_pool_worker", "init_worker", "key_of", "run_job", "run_lab"]

@@ -59,8 +59,9 @@ def _pct(x) -> str:
     return f"{100 * x:.1f}"
 
 
-def _ci(d: dict) -> str:
-    return f"{_pct(d['mean'])} [{_pct(d['ci95'][0])}, {_pct(d['ci95'][1])}]"
+def _ci(d: dict, signed: bool = False) -> str:
+    fmt = "{:+.1f}" if signed else "{:.1f}"
+    return " ".join([fmt.format(100 * d["mean"]), f"[{fmt.format(100 * d['ci95'][0])}, {fmt.format(100 * d['ci95'][1])}]"])
 
 
 def _factor(f: dict) -> str:
@@ -88,7 +89,7 @@ def section_html(summary: dict, figures: list[Path]) -> str:
 
     from prmkit.evaluate.html import figure, table
 
-    c, f, pts = summary["config"], summary["factors"], summary["points"]
+    c = summary["config"]
     seeds = ", ".join(str(s) for s in summary["seeds"])
     head = summary["headline"]
     per_seed = ", ".join(f"{x:.2f}" for x in head["per_seed"])
@@ -111,16 +112,34 @@ def section_html(summary: dict, figures: list[Path]) -> str:
     caveat += _equal_labels_note(summary["differences"], c["budgets"])
     parts = ["<h2>Active learning: convincing wrong answers against uniform selection</h2>",
              f"<p class='note'>{intro}</p>", f"<p><b>{verdict}</b>{caveat}</p>"]
+    parts.append(table(*factor_rows(summary)))
+    parts.append(table(*point_rows(summary)))
+    parts.append("<p>Paired differences in best-of-N accuracy (points), same held-out problems; generation g "
+                 "against uniform at the same cumulative labels:</p>" + table(*difference_rows(summary)))
+    parts.extend(figure(p) for p in figures)
+    return "\n".join(parts)
+
+
+# --- the tables (shared by the page and the docs generator, ``prmkit.lab.doctables``) -------------
+
+def factor_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Each arm's data-efficiency factor against uniform, per seed, its slopes and equivalent labels."""
+    f = summary["factors"]
     rows = []
     for arm in ("active_strict", "active_paper", "generations"):
         if arm in f:
             eq = ", ".join("-" if e is None else f"{e:.2f}" for e in f[arm]["equivalent_labels"])
             rows.append([_ARMS[arm][0], _factor(f[arm]), ", ".join(f"{x:.2f}" for x in f[arm]["per_seed"]),
                          f"{100 * f[arm]['slope_arm']:.2f} / {100 * f[arm]['slope_baseline']:.2f}", eq])
-    parts.append(table(["arm against uniform", "factor [95% CI]", "per seed", "slopes (points per e-fold)",
-                         "uniform labels for equal accuracy / labels used, per point"], rows))
-    rows = []
+    return (["arm against uniform", "factor [95% CI]", "per seed", "slopes (points per e-fold)",
+             "uniform labels for equal accuracy / labels used, per point"], rows)
+
+
+def point_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Every model's best-of-N with its CI, per seed, step AUROC per seed, and what its set holds."""
+    pts = summary["points"]
     strict = {p["model"]: p["labels"] for p in pts["active_strict"]}
+    rows = []
     for arm in ("uniform", "active_paper", "generations"):
         for p in pts[arm][1 if arm == "generations" else 0:]:  # generation 1 is the uniform set
             s = p["set"]
@@ -128,16 +147,50 @@ def section_html(summary: dict, figures: list[Path]) -> str:
             if arm == "active_paper":
                 labels += f" ({strict[p['model']]:,} with the selector's)"
             rows.append([arm.split("_")[0], p["model"], labels, _ci(p), ", ".join(_pct(x) for x in p["per_seed"]),
-                         f"{np.mean(p['step_auroc']):.3f}", _pct(s["wrong_answer"]), _pct(s["wrong_step"]),
-                         _pct(s["found_error"]), f"{s['rated_steps']:.1f}"])
-    parts.append(table(["arm", "model", "labels", f"best-of-{c['n']} % [95% CI]", "per seed", "step AUROC",
-                         "wrong answers %", "with a wrong step %", "labellers found an error %", "rated steps"], rows))
-    rows = [[k, _ci(v), ", ".join(_pct(x) for x in v["per_seed"])] for k, v in summary["differences"].items()]
-    parts.append("<p>Paired differences in best-of-N accuracy (points), same held-out problems; generation g "
-                 "against uniform at the same cumulative labels:</p>"
-                 + table(["difference", "mean [95% CI]", "per seed"], rows))
-    parts.extend(figure(p) for p in figures)
-    return "\n".join(parts)
+                         ", ".join(f"{x:.3f}" for x in p["step_auroc"]), _pct(s["wrong_answer"]),
+                         _pct(s["wrong_step"]), _pct(s["found_error"]), f"{s['rated_steps']:.1f}"])
+    return (["arm", "model", "labels", f"best-of-{summary['n']} % [95% CI]", "per seed", "step AUROC per seed",
+             "wrong answers %", "with a wrong step %", "labellers found an error %", "rated steps"], rows)
+
+
+def difference_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Paired differences in best-of-N (points) at equal labels, with CIs and per seed."""
+    rows = [[k, _ci(v, signed=True), ", ".join(f"{100 * x:+.1f}" for x in v["per_seed"])]
+            for k, v in summary["differences"].items()]
+    return ["paired difference", "mean pts [95% CI]", "per seed"], rows
+
+
+
+def findings(summary: dict) -> str:
+    """What the run shows, stated from its numbers (markdown bullets; never pre-written)."""
+    f, d, budgets = summary["factors"], summary["differences"], summary["config"]["budgets"]
+    head = summary["headline"]
+    every = all(x > 1 for x in f["active_strict"]["per_seed"]) and all(x > 1 for x in f["active_paper"]["per_seed"])
+    target = ("met, with a CI above 2" if head["conclusive"] else "met by the point estimate, not by its CI"
+              if head["point_estimate_met"] else "not met")
+    bullets = [(f"**The slope ratio** (the paper's measure) is {_factor(f['active_strict'])} counting the selector's "
+                f"labels, {_factor(f['active_paper'])} counting only the selected ones; "
+                f"{'above 1 on every seed in both views' if every else 'not above 1 on every seed'}. The 2x target "
+                f"({head['view'].replace('_', ' ')}) is {target}.")]
+    at_equal = []
+    for k in budgets:
+        v = d[f"active-{k} - uniform-{k}"]
+        side = "above" if v["ci95"][0] > 0 else "below" if v["ci95"][1] < 0 else "level with (CI spans 0)"
+        at_equal.append(f"{side} uniform at {k} per problem ({_ci(v, signed=True)} points)")
+    bullets.append("**At equal selected labels** active is " + "; ".join(at_equal) + ".")
+    first_u, first_a = summary["points"]["uniform"][0], summary["points"]["active_paper"][0]
+    bullets.append(f"**What the selection changes** at {budgets[0]} per problem: {_pct(first_a['set']['wrong_answer'])}% "
+                   f"wrong answers against {_pct(first_u['set']['wrong_answer'])}% uniform; "
+                   f"{_pct(first_a['set']['wrong_step'])}% with a wrong step against {_pct(first_u['set']['wrong_step'])}%.")
+    if "generations" in f:
+        curve = " -> ".join(_pct(p["mean"]) for p in summary["points"]["generations"])
+        gen = [f"{k}: {_ci(v, signed=True)}" for k, v in d.items() if k.startswith("gen-")]
+        bullets.append(f"**Generations**: {curve}, factor {_factor(f['generations'])}; against uniform at the same "
+                       "cumulative labels " + "; ".join(gen) + ".")
+    aurocs = [x for arm in summary["points"].values() for p in arm for x in p["step_auroc"]]
+    bullets.append(f"**Reward-model spread**: step AUROC of the study's PRMs ranges {min(aurocs):.3f}-{max(aurocs):.3f} "
+                   "(single runs, no restarts).")
+    return "\n".join(f"- {b}" for b in bullets)
 
 
 def write_outputs(out: Path, cfg, seeds: list[int], summary: dict, command: str) -> None:
@@ -150,4 +203,4 @@ def write_outputs(out: Path, cfg, seeds: list[int], summary: dict, command: str)
     write_study_pages(out, f"prmkit lab study active: preset {cfg.name}", section_html(summary, [Path(p) for p in figs]),
                       cfg, summary["timings"], command)
 
-__all__ = ["section_html", "write_outputs"]
+__all__ = ["difference_rows", "factor_rows", "findings", "point_rows", "section_html", "write_outputs"]

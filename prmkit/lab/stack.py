@@ -1,0 +1,50 @@
+"""The numeric stack a run's numbers depend on, recorded in its ``summary.json``.
+
+The same reward-model recipe on another torch or transformers can land on other numbers (other kernels,
+other initialisation order), so each summary says what it ran on, and the repository's
+``constraints.txt`` pins what the published numbers were measured with.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+from pathlib import Path
+
+PACKAGES = ("torch", "transformers", "tokenizers", "accelerate", "peft", "safetensors", "numpy")
+"""What the lab's numbers depend on (training, features, scoring, the estimators)."""
+
+
+def numeric_stack() -> dict[str, str]:
+    """Installed version of each of :data:`PACKAGES`, without a local tag (``2.13.0+cpu`` -> ``2.13.0``)."""
+    out = {}
+    for name in PACKAGES:
+        try:
+            out[name] = metadata.version(name).split("+")[0]
+        except metadata.PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
+def read_pins(path: str | Path) -> dict[str, str]:
+    """``name==version`` lines of a pip constraints file (comments and blank lines skipped).
+
+    >>> import tempfile, os
+    >>> with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+    ...     _ = f.write("# pins\\ntorch==2.13.0\\n\\nnumpy==2.4.6  # why\\n")
+    >>> read_pins(f.name)
+    {'torch': '2.13.0', 'numpy': '2.4.6'}
+    >>> os.unlink(f.name)
+    """
+    pins = {}
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.split("#")[0].strip()
+        if not line:
+            continue
+        if "==" not in line:
+            raise ValueError(f"{path}:{n}: expected name==version, got {line!r}")
+        name, version = (p.strip() for p in line.split("==", 1))
+        pins[name] = version
+    return pins
+
+
+__all__ = ["PACKAGES", "numeric_stack", "read_pins"]

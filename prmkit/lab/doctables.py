@@ -86,6 +86,15 @@ def wall_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def sweep_table(summary: dict) -> str:
+    """The label-budget sweep: best-of-N at the largest N per seed and budget (percent)."""
+    seeds = [str(x) for x in summary["seeds"]]
+    n = summary["results"][seeds[0]]["eval"]["N"]
+    rows = [[f"seed {x}", f"{r['labelled']:,}", *(f"{100 * r[k]:.1f}" for k in ("prm_min", "prm_product", "orm", "majority"))]
+            for x in seeds for r in summary["results"][x]["sweep"]]
+    return markdown(["seed", "labelled", f"PRM min@{n}", f"PRM product@{n}", f"ORM@{n}", f"majority@{n}"], rows)
+
+
 def markdown(header: list[str], rows: list[list[str]]) -> str:
     """A markdown table of text cells."""
     return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
@@ -130,6 +139,7 @@ TABLES = {
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
     "lab-targets": targets_table,
     "lab-wall": wall_table,
+    "lab-sweep": sweep_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _synthetic(name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _active(name) for name in ("factor", "point", "difference", "findings")},
@@ -151,4 +161,4 @@ def render_doc(text: str, root: Path) -> str:
     return BLOCK.sub(fill, text)
 
 
-__all__ = ["TABLES", "metric_table", "render_doc", "targets_table", "wall_table"]
+__all__ = ["TABLES", "markdown", "metric_table", "render_doc", "sweep_table", "targets_table", "wall_table"]

@@ -53,9 +53,13 @@ class TrainConfig:
     split_seed: int | None = _f(None, "seed of the held-out split of --eval-fraction; unset: --seed")
     restarts: int = _f(1, "train this many runs from distinct seeds (seed, seed+1000, ...) and keep the best on the "
                        "held-out split (--select-metric); guards against a run that stalls at the class prior")
-    select_metric: str = _f("auto", "what chooses among restarts: step_auroc (against held-out labels) or eval_loss; "
-                            "auto: step_auroc for a PRM, eval_loss for an ORM or LM",
-                            choices=("auto", "step_auroc", "eval_loss"))
+    select_metric: str = _f("auto", "what chooses among restarts and what early stopping watches: step_auroc "
+                            "(against held-out labels) or eval_loss; auto: step_auroc for a PRM, eval_loss for an "
+                            "ORM or LM", choices=("auto", "step_auroc", "eval_loss"))
+    early_stop_patience: int = _f(0, "stop once this many evaluations in a row (every --eval-every steps) do not "
+                                  "improve the held-out --select-metric, and keep the best evaluated weights "
+                                  "(--max-steps is then a cap); 0: train all --max-steps")
+    early_stop_min_delta: float = _f(0.0, "an evaluation improves only when it beats the best by more than this")
     features: str = _f("", "per-token inputs through a small adapter into the embeddings: surprise:FOLDER (a "
                        "causal LM's per-token log-probability and entropy; same tokenizer); '' for none")
     # head and labels
@@ -139,6 +143,10 @@ class TrainConfig:
         for name in ("max_steps", "batch_size", "grad_accum", "eval_batch_size", "restarts"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1")
+        if self.early_stop_patience > 0 and not self.eval_every:
+            raise ValueError("early stopping evaluates every --eval-every steps: set eval_every > 0")
+        if self.early_stop_patience > 0 and not self.eval_data and self.eval_fraction <= 0:
+            raise ValueError("early stopping needs held-out labelled data: set eval_data or eval_fraction > 0")
         if not 0 <= self.eval_fraction < 1:
             raise ValueError(f"eval_fraction {self.eval_fraction} must be in [0, 1)")
         bad = [a for a in self.aggregations if a not in AGGREGATIONS]

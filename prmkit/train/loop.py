@@ -45,6 +45,7 @@ from prmkit.train.data import (
     split_by_problem,
     to_device,
 )
+from prmkit.train.early_stop import EarlyStop, early_stop_for
 from prmkit.train.metrics import MetricsLogger, NullLogger, step_metrics
 
 
@@ -62,6 +63,7 @@ class Run:
     eval: list
     packed: bool = False
     features: object = None  # the FeatureSpec of the model's per-token inputs, or None
+    stopper: object = None  # the run's EarlyStop, or None
     optimizer: object = None
     scheduler: object = None
 
@@ -229,6 +231,7 @@ def train_once(cfg: TrainConfig) -> dict:
     run.scheduler = _scheduler(cfg, run.optimizer)
     run.model, run.optimizer = accelerator.prepare(run.model, run.optimizer)
     accelerator.register_for_checkpointing(run.scheduler)
+    run.stopper = early_stop_for(cfg)
     start = _resume(run)
     logger = MetricsLogger(cfg.out, cfg.tensorboard, start) if accelerator.is_main_process else NullLogger()
     try:
@@ -248,7 +251,6 @@ def _loop(run: Run, start: int, logger) -> dict:
     # packed batches have no padding to save, so by default they keep fully random batches
     by_length = cfg.group_by_length if cfg.group_by_length is not None else not run.packed
     bar = tqdm(total=cfg.max_steps, initial=start, disable=not (cfg.progress and acc.is_main_process), desc="train")
-    metrics: dict = {}
     step = start
     for step in range(start + 1, cfg.max_steps + 1):
         epoch, k = divmod(step - 1, per_epoch)
@@ -259,8 +261,12 @@ def _loop(run: Run, start: int, logger) -> dict:
         if step % cfg.log_every == 0 or step == cfg.max_steps:
             logger.log(step, {"loss": loss, "lr": run.scheduler.get_last_lr()[0], "epoch": epoch})
         if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.max_steps:
-            metrics = evaluate(run)
-            logger.log(step, metrics)
+            logger.log(step, _evaluate_and_watch(run, step))
+            if run.stopper is not None and run.stopper.stop:
+                acc.print(f"early stop at step {step}: {run.stopper.metric} has not improved for "
+                          f"{run.stopper.patience} evaluations; keeping step {run.stopper.best_step} "
+                          f"({run.stopper.metric} {run.stopper.best:.4f})")
+                break
         if (cfg.save_every and step % cfg.save_every == 0) or step == cfg.stop_after:
             save_checkpoint(run, step)
         if cfg.stop_after is not None and step >= cfg.stop_after and step < cfg.max_steps:
@@ -268,10 +274,32 @@ def _loop(run: Run, start: int, logger) -> dict:
             bar.close()
             return {"stopped_at": step}
     bar.close()
-    metrics = {**evaluate(run), **plateau_check(run, logged_losses(cfg.out)[-PLATEAU_LOGS:])}
+    plateau = plateau_check(run, logged_losses(cfg.out)[-PLATEAU_LOGS:])
+    metrics = _evaluate_and_watch(run, step) if step == cfg.max_steps or run.stopper is None else {}
+    if run.stopper is not None:
+        metrics = _restore_best(run, step, metrics)
+    metrics = {**metrics, **plateau}
     logger.log(step, metrics)
     save_final(run)
     return metrics
+
+
+def _evaluate_and_watch(run: Run, step: int) -> dict:
+    """Held-out metrics at ``step``; under early stopping, the weights are kept when they are the best yet."""
+    metrics = evaluate(run)
+    if run.stopper is not None and run.stopper.update(step, metrics.get(run.stopper.metric, math.nan)):
+        save_checkpoint(run, step, folder=best_dir(run.cfg.out))
+    return metrics
+
+
+def _restore_best(run: Run, step: int, metrics: dict) -> dict:
+    """Load the best evaluated weights back when the run ended elsewhere; the metrics say where it stopped."""
+    stopper = run.stopper
+    if stopper.best_step and stopper.best_step != step:
+        run.accelerator.load_state(str(best_dir(run.cfg.out)))
+        metrics = evaluate(run)
+    return {**metrics, "best_step": stopper.best_step, "last_step": step,
+            "stopped_early": step < run.cfg.max_steps}
 
 
 PLATEAU_LOGS = 5
@@ -404,13 +432,21 @@ def latest_checkpoint(out: str | Path) -> Path | None:
     return found[-1] if found else None
 
 
-def save_checkpoint(run: Run, step: int) -> None:
+def best_dir(out: str | Path) -> Path:
+    """Where early stopping keeps the best evaluated state (not a resume point: resuming reads ``step-*``)."""
+    return Path(out) / "checkpoints" / "best"
+
+
+def save_checkpoint(run: Run, step: int, folder: Path | None = None) -> None:
     acc = run.accelerator
-    folder = checkpoint_dir(run.cfg.out, step)
+    folder = folder or checkpoint_dir(run.cfg.out, step)
     acc.save_state(str(folder))
     acc.wait_for_everyone()
     if acc.is_main_process:
-        (folder / "trainer_state.json").write_text(json.dumps({"step": step, "config": run.cfg.to_dict()}, indent=2))
+        state = {"step": step, "config": run.cfg.to_dict()}
+        if run.stopper is not None:
+            state["early_stop"] = run.stopper.to_dict()
+        (folder / "trainer_state.json").write_text(json.dumps(state, indent=2))
         (folder / "COMPLETE").write_text("")
         done = sorted(p for p in folder.parent.glob("step-*") if (p / "COMPLETE").exists())
         for old in done[: max(0, len(done) - run.cfg.keep_checkpoints)]:
@@ -425,7 +461,10 @@ def _resume(run: Run) -> int:
     if folder is None:
         return 0
     run.accelerator.load_state(str(folder))
-    step = json.loads((folder / "trainer_state.json").read_text())["step"]
+    state = json.loads((folder / "trainer_state.json").read_text())
+    step = state["step"]
+    if run.stopper is not None and "early_stop" in state:
+        run.stopper = EarlyStop.from_dict(state["early_stop"])
     run.accelerator.print(f"resumed from {folder} (step {step})")
     return step
 

@@ -26,15 +26,9 @@ import math
 import shutil
 from pathlib import Path
 
+from prmkit.train.early_stop import HIGHER_IS_BETTER, selection_metric
+
 SEED_STRIDE = 1000
-HIGHER_IS_BETTER = {"step_auroc": True, "eval_loss": False}
-
-
-def selection_metric(cfg) -> str:
-    """The metric restarts are chosen by: ``cfg.select_metric``, or by kind (PRM: step AUROC; else loss)."""
-    if cfg.select_metric != "auto":
-        return cfg.select_metric
-    return "step_auroc" if cfg.kind == "prm" else "eval_loss"
 
 
 def pick(metrics: list[dict], metric: str) -> int:
@@ -122,4 +116,4 @@ def _promote(chosen: Path, out: Path) -> None:
     shutil.rmtree(out / "restarts")
 
 
-__all__ = ["pick", "selection_metric", "train_with_restarts"]
+__all__ = ["pick", "train_with_restarts"]

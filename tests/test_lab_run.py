@@ -35,7 +35,9 @@ def test_base_key_is_deterministic_and_depends_on_what_pretraining_reads():
     key = base_key(cfg.base, cfg)
     assert key == base_key(BaseConfig(), preset("default")) and len(key) == 16
     changed = [cfg.replace({"base.steps": 10}), cfg.replace({"base.seed": 1}), cfg.replace({"pretrain_problems": 10}),
-               cfg.replace({"generator.check_rate": 0.2}), cfg.replace({"domain.max_operand": 8})]
+               cfg.replace({"generator.check_rate": 0.2}), cfg.replace({"domain.max_operand": 8}),
+               cfg.replace({"ood_pretrain_problems": 0}), cfg.replace({"ood_pretrain_samples": 2}),
+               cfg.replace({"ood.max_operand": 8})]
     assert len({key, *(base_key(c.base, c) for c in changed)}) == 1 + len(changed)
     unrelated = [cfg.replace({"eval_problems": 10}), cfg.replace({"rm.max_steps": 3}), cfg.replace({"labellers.flip_rate": 0})]
     assert {base_key(c.base, c) for c in unrelated} == {key}
@@ -119,6 +121,25 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as f:  # a reaped-later zombie counts as gone
         return f.read().split(") ")[1][0] != "Z"
+
+
+def test_the_base_reads_both_families_but_never_an_evaluation_problem():
+    from prmkit.lab.base import pretrain_pool
+    from prmkit.lab.pools import generate_pool
+
+    cfg = preset("quick").replace({"pretrain_problems": 200, "ood_pretrain_problems": 100})
+    tok = lab_tokenizer()
+
+    def words(pool):  # every non-number token of the solutions (a rare large number may stay unseen)
+        return {t for s in pool for x in s.texts for t in tok.tokenize(x) if not t.isdigit()}
+
+    pre = pretrain_pool(cfg)
+    ood = generate_pool(cfg, 0, "ood", problems=40)
+    assert words(ood) <= words(pre), words(ood) - words(pre)
+    old = pretrain_pool(cfg.replace({"ood_pretrain_problems": 0}))
+    assert {"I", "J", "K", "L"} <= words(ood) - words(old)  # what the in-distribution base never read
+    texts = {s.problem.problem for s in pre}
+    assert not texts & {s.problem.problem for split in ("ood", "eval") for s in generate_pool(cfg, 0, split)}
 
 
 def test_key_of_is_stable_and_tells_configs_apart():
@@ -284,7 +305,7 @@ def tiny_base(tmp_path_factory):
     from prmkit.lab.base import ensure_base
 
     cache = tmp_path_factory.mktemp("cache")
-    cfg = preset("quick").replace({"pretrain_problems": 8, "base.hidden_size": 32, "base.intermediate_size": 64,
+    cfg = preset("quick").replace({"pretrain_problems": 8, "ood_pretrain_problems": 2, "base.hidden_size": 32, "base.intermediate_size": 64,
                                    "base.layers": 1, "base.heads": 2, "base.steps": 3, "base.batch_size": 4,
                                    "base.warmup": 1})
     old = os.environ.get("PRMKIT_CACHE")
@@ -302,7 +323,8 @@ def test_the_base_is_pretrained_by_the_product_loop_and_loads_with_transformers(
     cfg, folder = tiny_base
     info = json.loads((folder / "base.json").read_text())
     card = json.loads((folder / "prmkit_config.json").read_text())
-    assert card["kind"] == "lm" and info["pretrain_solutions"] == 8 * cfg.pretrain_samples
+    both_families = 8 * cfg.pretrain_samples + 2 * cfg.ood_pretrain_samples
+    assert card["kind"] == "lm" and info["pretrain_solutions"] == both_families
     assert not (folder / "checkpoints").exists()
     assert transformers.AutoModelForCausalLM.from_pretrained(folder).config.num_hidden_layers == 1
 

@@ -15,7 +15,7 @@ a lab run (PRM and ORM) both start from it, and its own likelihood is the label-
   next-token prediction on the solution tokens (the problem's tokens are context, not targets), by
   the product's own loop: ``prmkit train lm`` (:func:`pretrain_config`), resumable from checkpoints.
 - **Cache**: ``$PRMKIT_CACHE`` (default ``~/.cache/prmkit``) ``/lab-base/<key>/``, a plain
-  transformers folder plus ``base.json``; ``key`` hashes the base config, the family, the generator
+  transformers folder plus ``base.json``; ``key`` hashes the base config, the families, the generator
   and the pretraining sizes (:func:`base_key`). It is written to a temporary folder renamed into place,
   so a killed pretraining leaves nothing that looks finished.
 
@@ -74,7 +74,9 @@ def base_key(base: BaseConfig, cfg, device: str = "auto") -> str:
     """The cache key of the base model: its config, the problem family, the generator, the pretraining sizes,
     and bf16 when pretrained on CUDA (a CPU base is fp32: another model)."""
     parts = {"base": config_hash(base), "domain": config_hash(cfg.domain), "generator": config_hash(cfg.generator),
-             "sizes": list(cfg.sizes("pretrain")), "vocab": MAX_NUMBER, "version": 2}
+             "sizes": list(cfg.sizes("pretrain")), "vocab": MAX_NUMBER, "version": 3}
+    if cfg.ood_pretrain_problems:
+        parts["ood"] = {"family": config_hash(cfg.ood), "sizes": list(cfg.sizes("ood_pretrain"))}
     from prmkit.train.loop import uses_cuda
 
     if uses_cuda(device):
@@ -96,8 +98,8 @@ def base_path(cfg, device: str = "auto") -> Path:
 def ensure_base(cfg, progress: bool = True, log=print, device: str = "auto") -> Path:
     """The folder of the base model of ``cfg`` (a :class:`~prmkit.lab.config.LabConfig`), pretrained if not cached.
 
-    Pretraining is ``prmkit train lm`` (:func:`prmkit.train.loop.train`, the product's loop) on the
-    pretrain split from the initial weights of :func:`build_model`. It runs in a ``.part`` folder that
+    Pretraining is ``prmkit train lm`` (:func:`prmkit.train.loop.train`, the product's loop) on
+    :func:`pretrain_pool` from the initial weights of :func:`build_model`. It runs in a ``.part`` folder that
     keeps its checkpoints, so a killed pretraining resumes where it stopped.
     """
     folder = base_path(cfg, device)
@@ -116,7 +118,6 @@ def ensure_base(cfg, progress: bool = True, log=print, device: str = "auto") -> 
 
 def _pretrain_into(folder: Path, cfg, progress: bool, device: str) -> None:
     from prmkit.io import write_records
-    from prmkit.lab.pools import generate_pool
     from prmkit.train.loop import train
     from prmkit.train.metrics import read_losses
 
@@ -124,7 +125,7 @@ def _pretrain_into(folder: Path, cfg, progress: bool, device: str) -> None:
     tmp = folder.with_name(f".{folder.name}.part")
     init = tmp / "init"
     if not (init / "COMPLETE").is_file():
-        write_records(tmp / "pretrain.jsonl.gz", generate_pool(cfg, cfg.base.seed, "pretrain"))
+        write_records(tmp / "pretrain.jsonl.gz", pretrain_pool(cfg))
         tok = lab_tokenizer()
         _quiet_transformers()
         build_model(cfg.base, tok).save_pretrained(init)
@@ -140,6 +141,17 @@ def _pretrain_into(folder: Path, cfg, progress: bool, device: str) -> None:
     shutil.rmtree(model_dir / "checkpoints", ignore_errors=True)
     os.replace(model_dir, folder)
     shutil.rmtree(tmp, ignore_errors=True)
+
+
+def pretrain_pool(cfg) -> list:
+    """The base's unlabelled pretraining text: the pretrain split, and the held-out family's pretraining
+    split (problems disjoint from its evaluation problems) when ``ood_pretrain_problems`` is set."""
+    from prmkit.lab.pools import generate_pool
+
+    pool = generate_pool(cfg, cfg.base.seed, "pretrain")
+    if cfg.ood_pretrain_problems:
+        pool += generate_pool(cfg, cfg.base.seed, "ood_pretrain")
+    return pool
 
 
 def pretrain_config(base: BaseConfig, work: Path, progress: bool, device: str = "auto"):

@@ -51,7 +51,8 @@ class BaseConfig:
     layers: int = field(default=2, metadata={"help": "transformer blocks"})
     heads: int = field(default=4, metadata={"help": "attention heads"})
     intermediate_size: int = field(default=256, metadata={"help": "MLP width"})
-    steps: int = field(default=400, metadata={"help": "optimiser steps of pretraining"})
+    steps: int = field(default=500, metadata={
+        "help": "optimiser steps of pretraining (500 x 32: 0.8 passes over the default 20,000 solutions)"})
     batch_size: int = field(default=32, metadata={"help": "solutions per optimiser step"})
     lr: float = field(default=3e-3, metadata={"help": "peak learning rate (cosine decay after warm-up)"})
     warmup: int = field(default=50, metadata={"help": "linear warm-up steps"})
@@ -86,9 +87,10 @@ def lab_rm(**overrides) -> TrainConfig:
     return dataclasses.replace(recipe, **overrides)
 
 
-SPLITS = ("eval", "train", "ood", "pretrain")
+SPLITS = ("eval", "train", "ood", "pretrain", "ood_pretrain")
 """Pools the lab generates: held-out evaluation, solutions to label, the held-out family, and
-unlabelled generator output for pretraining the lab's base model. Each split has its own problems."""
+unlabelled generator output for pretraining the lab's base model, of both families (the held-out
+family's pretraining problems are not its evaluation problems). Each split has its own problems."""
 
 
 @dataclass(frozen=True)
@@ -121,11 +123,21 @@ class LabConfig:
     """Problems whose unlabelled samples pretrain the lab's base model."""
     pretrain_samples: int = 4
     """Samples per pretraining problem."""
+    ood_pretrain_problems: int = 1000
+    """Problems of the held-out family whose unlabelled samples also pretrain the base (0: none). The
+    paper's base had read physics and chemistry before; only its *labels* were out of distribution.
+    A base that never read the held-out family's words takes its correct steps for errors."""
+    ood_pretrain_samples: int = 4
+    """Samples per held-out-family pretraining problem."""
     base: BaseConfig = field(default_factory=BaseConfig)
     """The base model (the stand-in for a pretrained LM) and its pretraining on the pretrain split."""
     rm: TrainConfig = field(default_factory=lab_rm)
     """The reward models' training recipe (``prmkit train``'s config; ``base`` names the run's base model),
     the same for the PRM and the ORM (:func:`prmkit.lab.rm.lab_rm`)."""
+    orm_ratio: int = 10
+    """The ORM trains on this many times the PRM's labelled solutions: uniform samples of the same
+    problems, graded by their final answer (labels that cost nothing), as the paper's ORM had about 10x
+    PRM800K's solutions. 1: the ORM trains on the PRM's own solutions (the equal-data comparison)."""
     label_budgets: tuple[int, ...] = ()
     """Extra numbers of labelled solutions to train PRM and ORM on (a label-budget sweep; each a prefix
     of the labelled split); the run always trains on all ``train_problems x train_samples``."""
@@ -136,8 +148,11 @@ class LabConfig:
 
     def __post_init__(self):
         for f in dataclasses.fields(self):
-            if f.name.endswith(("_problems", "_samples")) and getattr(self, f.name) < 1:
-                raise ValueError(f"{f.name} must be at least 1, got {getattr(self, f.name)}")
+            least = 0 if f.name.startswith("ood_pretrain") else 1
+            if f.name.endswith(("_problems", "_samples")) and getattr(self, f.name) < least:
+                raise ValueError(f"{f.name} must be at least {least}, got {getattr(self, f.name)}")
+        if self.orm_ratio < 1:
+            raise ValueError(f"orm_ratio must be at least 1, got {self.orm_ratio}")
         budgets = tuple(int(b) for b in self.label_budgets)
         object.__setattr__(self, "label_budgets", budgets)
         if any(not 1 <= b <= self.train_problems * self.train_samples for b in budgets):
@@ -160,7 +175,7 @@ class LabConfig:
     def family(self, split: str) -> LedgerConfig:
         """The problem family of ``split``."""
         self.sizes(split)
-        return self.ood if split == "ood" else self.domain
+        return self.ood if split.startswith("ood") else self.domain
 
     def replace(self, overrides: dict[str, object]) -> LabConfig:
         """A copy with dotted fields replaced: ``{"generator.check_rate": 0.1, "eval_samples": 16}``

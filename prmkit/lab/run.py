@@ -164,7 +164,8 @@ class Runner:
 # --- jobs -------------------------------------------------------------------------------------------
 
 def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
-    """Generate the eval, train and ood pools of ``seed`` and label the train pool."""
+    """Generate the eval, train and ood pools of ``seed``, label the train pool, and sample the ORM's
+    ``orm_ratio`` times larger pool of the same problems (graded by final answer only)."""
     from prmkit.io import write_records
     from prmkit.lab.labellers import label
     from prmkit.lab.pools import generate_pool
@@ -178,6 +179,10 @@ def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
             stats[split] = {k: v for k, v in pool_stats(pool).items() if not isinstance(v, dict)}
         else:
             write_records(out / "labelled.jsonl.gz", label(pool, cfg.labellers, seed))
+    if cfg.orm_ratio > 1:  # the ORM's own data: more uniform samples of the labelled problems, graded only
+        orm = generate_pool(cfg, seed, "train", samples=cfg.train_samples * cfg.orm_ratio)
+        write_records(out / "orm.jsonl.gz", orm)
+        stats["orm"] = {k: v for k, v in pool_stats(orm).items() if not isinstance(v, dict)}
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
     return {"solutions": {k: v["solutions"] for k, v in stats.items()}}
 
@@ -191,6 +196,16 @@ def job_base(out: Path, cfg: LabConfig, progress: bool, device: str = "auto") ->
     return {"path": str(folder), "pretrain_seconds": info.get("seconds"), "final_loss": info.get("final_loss")}
 
 
+def orm_data(cfg: LabConfig, budget: int) -> tuple[str, int]:
+    """The data file and solution count of the ORM beside a PRM on ``budget`` labels: ``orm_ratio`` x as many
+    uniform samples of the same problems (the pool is problem by problem, so a prefix keeps whole problems).
+
+    >>> orm_data(LabConfig(), 500), orm_data(LabConfig(orm_ratio=1), 500)
+    (('orm', 5000), ('train', 500))
+    """
+    return ("orm", budget * cfg.orm_ratio) if cfg.orm_ratio > 1 else ("train", budget)
+
+
 def job_rm(out: Path, kind: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
            progress: bool, pools: tuple[str, ...] = (), device: str = "auto") -> dict:
     """Train one reward model on the first ``budget`` labelled solutions into ``out/model``; score ``pools``
@@ -199,8 +214,8 @@ def job_rm(out: Path, kind: str, budget: int, cfg: LabConfig, seed: int, base_di
     from prmkit.lab.rm import train_and_score
 
     init_worker()
-    name = "labelled" if kind == "prm" else "train"
-    write_records(out / "train.jsonl.gz", list(read_solutions(Path(data_dir) / f"{name}.jsonl.gz"))[:budget])
+    name, count = orm_data(cfg, budget) if kind == "orm" else ("labelled", budget)
+    write_records(out / "train.jsonl.gz", list(read_solutions(Path(data_dir) / f"{name}.jsonl.gz"))[:count])
     targets = {p: str(Path(data_dir) / f"{p}.jsonl.gz") for p in pools}
     info = train_and_score(out, kind, out / "train.jsonl.gz", cfg.rm, seed, base_dir, targets,
                            score_name(kind, budget, cfg), progress, device)
@@ -286,7 +301,7 @@ def rm_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str,
             for kind in KINDS:
                 folder = seed_dir / f"rm-{kind}-{budget}"
                 dirs[s][(kind, budget)] = folder
-                key = key_of(data_key[s], bkey, cfg.rm, kind, budget, cfg.labelled, RM_VERSION)
+                key = key_of(data_key[s], bkey, cfg.rm, kind, budget, cfg.labelled, RM_VERSION, orm_data(cfg, budget))
                 calls.append((str(folder), key, job_rm, kind, budget, cfg, s, base_dir, str(seed_dir / "data"), inner,
                               (), device))
     return calls, dirs
@@ -328,7 +343,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     try:
         sd = {s: run_dir / f"seed-{s}" for s in seeds}
         data_key = {s: key_of(cfg.domain, cfg.ood, cfg.generator, cfg.labellers,
-                              [cfg.sizes(x) for x in ("eval", "train", "ood")], s) for s in seeds}
+                              [cfg.sizes(x) for x in ("eval", "train", "ood")], s, cfg.orm_ratio) for s in seeds}
         runner.stage("data", [(str(sd[s] / "data"), data_key[s], job_data, cfg, s) for s in seeds])
         from prmkit.lab.base import base_key
 

@@ -229,10 +229,11 @@ def study_preset(study: str, name: str = "default") -> LabConfig:
     lab = preset(name)
     own = section.quick() if name == "quick" else section()
     # a study's models train once on all their labels, as its design counts them (a held-out split of a
-    # 40-label budget would change the budget): restarts are the lab run's guard, not yet the studies'
-    rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0)
+    # 40-label budget would change the budget): restarts and early stopping are the lab run's guards, not
+    # yet the studies'; and its ORM has the PRM's data (the equal-label comparison)
+    rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0, early_stop_patience=0)
     fields = {f.name: getattr(lab, f.name) for f in dataclasses.fields(LabConfig)}
-    return cls(**{**fields, "rm": rm}, **{study: own})
+    return cls(**{**fields, "rm": rm, "orm_ratio": 1}, **{study: own})
 
 
 __all__ = ["STUDIES", "ActiveConfig", "ActiveStudy", "BudgetConfig", "BudgetStudy", "SyntheticConfig",

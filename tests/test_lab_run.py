@@ -142,6 +142,18 @@ def test_the_base_reads_both_families_but_never_an_evaluation_problem():
     assert not texts & {s.problem.problem for split in ("ood", "eval") for s in generate_pool(cfg, 0, split)}
 
 
+def test_the_orm_gets_ten_times_the_solutions_of_the_same_problems_graded_only(tmp_path):
+    from prmkit.lab.run import job_data, orm_data
+
+    cfg = preset("quick").replace({"eval_problems": 2, "ood_problems": 2, "train_problems": 3, "orm_ratio": 3})
+    job_data(tmp_path, cfg, 0)
+    train, orm = (list(read_solutions(tmp_path / f"{n}.jsonl.gz")) for n in ("train", "orm"))
+    assert len(orm) == 3 * len(train) == orm_data(cfg, len(train))[1]
+    assert [s.problem.id for s in orm[::12]] == [s.problem.id for s in train[::4]]  # problem by problem
+    assert all(s.grade in ("correct", "incorrect", "unparseable") and s.ratings == [None] * len(s.steps) for s in orm)
+    assert len({s.id for s in orm}) == len(orm)
+
+
 def test_key_of_is_stable_and_tells_configs_apart():
     assert key_of(BaseConfig(), 1) == key_of(BaseConfig(), 1) != key_of(BaseConfig(steps=1), 1)
 

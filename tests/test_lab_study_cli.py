@@ -110,3 +110,20 @@ def test_seed_sets_by_name_keep_report_seeds_apart_from_development_seeds(comman
     assert not set(DEV_SEEDS) & set(REPORT_SEEDS)
     with pytest.raises(SystemExit):
         parser.parse_args([*command, "--seeds", "reports"])
+
+
+def test_the_pooled_gaps_agree_with_every_seed_s_headline(tmp_path):
+    fake_lab_run(tmp_path, seeds=(0, 1))
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    n = summary["results"]["0"]["eval"]["N"]
+    for pool in ("eval", "ood"):
+        gaps = summary["pooled"][pool]
+        for name, a, b in ((f"PRM@{n} - ORM@{n}", "prm_min", "orm"), (f"ORM@{n} - majority@{n}", "orm", "majority")):
+            per_seed = [summary["results"][s][pool][f"{a}@{n}"] - summary["results"][s][pool][f"{b}@{n}"]
+                        for s in ("0", "1")]
+            assert gaps[name]["per_seed"] == pytest.approx(per_seed, abs=1e-5)
+            assert gaps[name]["mean"] == pytest.approx(np.mean(per_seed), abs=1e-5)
+            lo, hi = gaps[name]["ci95"]
+            assert lo <= gaps[name]["mean"] <= hi and gaps[name]["above_zero"] == (lo > 0)
+    assert summary["auroc_spread"]["spread"] >= 0
+    assert "pooled over seeds" in (tmp_path / "report.html").read_text()

@@ -42,6 +42,14 @@ def test_early_stop_keeps_the_first_best_and_counts_evaluations_since(seq, patie
     assert EarlyStop.from_dict(json.loads(json.dumps(s.to_dict()))) == s
 
 
+def test_no_stop_before_min_steps():
+    s = EarlyStop("eval_loss", patience=1, min_steps=30)
+    s.update(10, 0.5), s.update(20, 0.6)
+    assert not s.stop
+    s.update(30, 0.7)
+    assert s.stop and s.best_step == 10
+
+
 def test_min_delta_asks_for_a_real_improvement():
     s = EarlyStop("step_auroc", patience=2, min_delta=0.01)
     assert s.update(1, 0.80) and not s.update(2, 0.805) and s.update(3, 0.82) and s.best_step == 3

@@ -39,8 +39,11 @@ def default_ns(m_pad: int) -> list[int]:
 
 def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, pad_to: int | None = None,
                   vote: bool = True, weight_transform: str = "auto", target_se: float = 0.002,
-                  n_boot: int = 2000, seed: int = 0, progress=None) -> dict:
-    """Best-of-N, votes, pass@N and first sample for ``pool``; see the module docstring for the names."""
+                  n_boot: int = 2000, seed: int = 0, progress=None, per_problem: tuple[str, ...] = ()) -> dict:
+    """Best-of-N, votes, pass@N and first sample for ``pool``; see the module docstring for the names.
+
+    ``per_problem`` names curves (``bon_acc[prm_min]``, ``maj_acc``) whose per-problem values are kept
+    in ``result["per_problem"]`` (``[problem][N]``), for intervals pooled over several pools' problems."""
     m_pad = _padded_size(pool, pad_to)
     ns = sorted(set(ns or default_ns(m_pad)))
     if ns[0] < 1 or ns[-1] > m_pad:
@@ -57,8 +60,9 @@ def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, p
             est = vote_curve(pool, ns, weights, m_pad, target_se, seed=seed + 1, progress=progress)
             curves[f"weighted_acc[{col}]"] = _mc(est)
     first = first_sample(pool)
+    kept = {name: np.round(curves[name]["per_problem"], 6).tolist() for name in per_problem}
     _add_intervals(curves, first, n_boot, seed)
-    return {"pool": pool_summary(pool, m_pad), "ns": ns, "curves": curves,
+    return {"pool": pool_summary(pool, m_pad), "ns": ns, "curves": curves, **({"per_problem": kept} if kept else {}),
             "metrics": _flat_metrics(curves, ns, first),
             "settings": {"columns": columns, "pad_to": m_pad, "vote_weight_transform": transforms,
                          "target_se": target_se, "bootstrap_resamples": n_boot, "ci_level": 0.95, "seed": seed}}

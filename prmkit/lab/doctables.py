@@ -24,6 +24,8 @@ import json
 import re
 from pathlib import Path
 
+from prmkit.lab.targets import POOL_NAMES, pooled_rows
+
 EVAL_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("PRM product@{N}", "prm_product@{N}"), ("PRM mean@{N}", "prm_mean@{N}"),
              ("PRM last@{N}", "prm_last@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{N}", "majority@{N}"),
              ("weighted vote by PRM min@{N}", "weighted_prm_min@{N}"), ("weighted vote by ORM@{N}", "weighted_orm@{N}"),
@@ -37,7 +39,6 @@ OOD_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{
             ("weighted vote by PRM min@{N}", "weighted_prm_min@{N}"), ("weighted vote by ORM@{N}", "weighted_orm@{N}"),
             ("label-free (better likelihood)@{N}", "label_free@{N}"), ("PRM min@16", "prm_min@16"),
             ("pass@{N}", "pass@{N}"), ("PRM step AUROC", "prm_step_auroc")]
-POOL_NAMES = {"eval": "held-out pool", "ood": "OOD family"}
 
 
 def _cell(key: str, value: float) -> str:
@@ -140,6 +141,7 @@ TABLES = {
     "lab-targets": targets_table,
     "lab-wall": wall_table,
     "lab-sweep": sweep_table,
+    "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s["auroc_spread"])),
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _synthetic(name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _active(name) for name in ("factor", "point", "difference", "findings")},

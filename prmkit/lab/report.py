@@ -20,6 +20,7 @@ from prmkit.evaluate.html import bon_section, figure, page, table
 from prmkit.evaluate.plots import plot_bon
 from prmkit.io import atomic_output
 from prmkit.lab.scoring import sweep_rows
+from prmkit.lab.targets import auroc_spread, has_per_problem, pooled_gaps, pooled_rows
 
 PLOTTED = ("pass", "maj_acc", "bon_acc[prm_min]", "bon_acc[prm_product]", "bon_acc[orm]",
            "bon_acc[likelihood_mean]", "bon_acc[likelihood_min]", "weighted_acc[prm_min]")
@@ -128,9 +129,17 @@ def _plot_sweep(rows_by_seed: dict[int, list[dict]], path: Path) -> str:
     return save_figure(fig, path)
 
 
-_NOTE = Markup("<p class='note'>PRM = process reward model, ORM = outcome reward model, both from the same base model "
-         "with the same solutions and budget; label-free = the base model's own likelihood of a solution "
-         "(mean or min token log-probability). Definitions: docs/lab.md, docs/evaluation.md.</p>")
+def _note(cfg) -> Markup:
+    data = (f"the ORM on {cfg.orm_ratio}x as many uniform samples of the same problems, graded by final answer "
+            "(the paper's arms)" if cfg.orm_ratio > 1 else "the ORM on the same solutions' final-answer grades")
+    return Markup("<p class='note'>PRM = process reward model on the simulated labellers' step labels, ORM = outcome "
+                  "reward model, both from the same base model by the same training protocol; {}; label-free = the "
+                  "base model's own likelihood of a solution (mean or min token log-probability). Definitions: "
+                  "docs/lab.md, docs/evaluation.md.</p>").format(data)
+
+
+def pooled_table(pooled: dict, spread: dict) -> str:
+    return table(*pooled_rows(pooled, spread))
 
 
 def timings_table(timings: dict) -> str:
@@ -151,8 +160,13 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
         figures.append(_plot(results[s]["eval"], fig_dir / f"bon-seed{s}.png", f"Held-out pool, seed {s} (95% CI bands)"))
         figures.append(_plot(results[s]["ood"], fig_dir / f"ood-seed{s}.png", f"OOD family, seed {s} (95% CI bands)"))
     sweeps = {s: sweep_rows(results[s]["eval"], cfg.labelled) for s in seeds}
-    parts = [_NOTE,
-             Markup("<h2>Targets (held-out pool)</h2>"), targets_table(checks),
+    pooled = {p: pooled_gaps({s: results[s][p] for s in seeds}, cfg.bootstrap)
+              for p in ("eval", "ood") if has_per_problem({s: results[s][p] for s in seeds})}
+    spread = auroc_spread([results[s]["eval"]["headline"]["prm_step_auroc"] for s in seeds])
+    parts = [_note(cfg)]
+    if pooled:
+        parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), pooled_table(pooled, spread)]
+    parts += [Markup("<h2>The first lab issue's targets, per seed (held-out pool)</h2>"), targets_table(checks),
              Markup("<h2>Held-out pool: headline numbers per seed</h2>"),
              seed_table({s: results[s]["eval"] for s in seeds}),
              Markup("<h2>Out-of-distribution family: headline numbers per seed</h2>"),
@@ -180,7 +194,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
     return {"command": command, "preset": cfg.name, "seeds": seeds,
             "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
                                  "sweep": sweeps[s]} for s in seeds},
-            "targets": {str(s): checks[s] for s in seeds}}
+            "targets": {str(s): checks[s] for s in seeds}, "pooled": pooled, "auroc_spread": spread}
 
 
 def study_sections(run_dir) -> list[str]:

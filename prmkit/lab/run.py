@@ -357,7 +357,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
         runner.stage("score", scalls)
         score_keys = {s: [done_key(Path(f).parent) for f in scored[s].values()] for s in seeds}
         runner.stage("evaluate", [(str(sd[s] / "evaluate"),
-                                   key_of(score_keys[s], cfg.vote_target_se, cfg.bootstrap, 2),
+                                   key_of(score_keys[s], cfg.vote_target_se, cfg.bootstrap, 3),
                                    job_evaluate, cfg, scored[s], s) for s in seeds])
     finally:
         runner.close()

@@ -28,6 +28,8 @@ from prmkit.lab.likelihood import LABEL_FREE
 
 PRM_AGGREGATIONS = ("min", "product", "last", "mean")
 VOTED = ("prm_min", "prm_product", "orm")
+PER_PROBLEM = ("bon_acc[prm_min]", "bon_acc[orm]", "maj_acc")
+"""Curves kept per problem in an evaluation, for the targets' intervals pooled over seeds."""
 """Columns whose reward-weighted vote is estimated (Monte Carlo); the others get best-of-N only."""
 
 
@@ -79,7 +81,7 @@ def evaluate_scored(path, cfg, seed: int) -> dict:
     pool = load_pool(path, answer_key="exact")
     ns = default_ns(int(pool.sizes.max()))
     kw = {"ns": ns, "target_se": cfg.vote_target_se, "n_boot": cfg.bootstrap, "seed": seed}
-    result = evaluate_pool(pool, list(VOTED), vote=True, **kw)
+    result = evaluate_pool(pool, list(VOTED), vote=True, per_problem=PER_PROBLEM, **kw)
     others = [f"prm_{h}" for h in PRM_AGGREGATIONS if f"prm_{h}" not in VOTED] + list(LABEL_FREE)
     _merge(result, evaluate_pool(pool, others, vote=False, **kw))
     sweep = {}

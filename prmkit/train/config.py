@@ -60,6 +60,8 @@ class TrainConfig:
                                   "improve the held-out --select-metric, and keep the best evaluated weights "
                                   "(--max-steps is then a cap); 0: train all --max-steps")
     early_stop_min_delta: float = _f(0.0, "an evaluation improves only when it beats the best by more than this")
+    early_stop_min_steps: int = _f(0, "never stop early before this step (a run may sit on a plateau before "
+                                   "it learns)")
     features: str = _f("", "per-token inputs through a small adapter into the embeddings: surprise:FOLDER (a "
                        "causal LM's per-token log-probability and entropy; same tokenizer); '' for none")
     # head and labels

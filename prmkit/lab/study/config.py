@@ -216,6 +216,10 @@ class SyntheticStudy(LabConfig):
     synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
 
 
+STUDY_RM_STEPS = 300
+"""The studies' reward-model budget when theirs is 0: a fixed step count (the lab run's own models stop
+early on held-out labels instead, which the studies' designs have no labels to spare for)."""
+
 STUDIES = {"budget": (BudgetStudy, BudgetConfig), "active": (ActiveStudy, ActiveConfig),
            "synthetic": (SyntheticStudy, SyntheticConfig)}
 
@@ -231,10 +235,10 @@ def study_preset(study: str, name: str = "default") -> LabConfig:
     # a study's models train once on all their labels, as its design counts them (a held-out split of a
     # 40-label budget would change the budget): restarts and early stopping are the lab run's guards, not
     # yet the studies'; and its ORM has the PRM's data (the equal-label comparison)
-    rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0, early_stop_patience=0)
+    rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0, early_stop_patience=0, max_steps=STUDY_RM_STEPS)
     fields = {f.name: getattr(lab, f.name) for f in dataclasses.fields(LabConfig)}
     return cls(**{**fields, "rm": rm, "orm_ratio": 1}, **{study: own})
 
 
-__all__ = ["STUDIES", "ActiveConfig", "ActiveStudy", "BudgetConfig", "BudgetStudy", "SyntheticConfig",
+__all__ = ["STUDIES", "STUDY_RM_STEPS", "ActiveConfig", "ActiveStudy", "BudgetConfig", "BudgetStudy", "SyntheticConfig",
            "SyntheticStudy", "study_preset"]

@@ -1,0 +1,92 @@
+"""The paper's ordering as the lab's targets, pooled over seeds: each gap with a 95% interval that
+resamples seeds, then held-out problems (the per-problem best-of-N every evaluation keeps).
+
+- in distribution, at the largest N: PRM > ORM > majority, each gap's interval above 0;
+- the PRM - ORM gap larger at the largest N than at N = 4 (the paper's curves part as N grows);
+- out of distribution: the same ordering, reported as found;
+- no lottery: the PRM's step AUROC within :data:`SPREAD` across seeds.
+
+PRM means ``prm_min`` (chosen before any run). Every function reads the evaluation results
+(``RUN_DIR/seed-S/evaluate/<pool>.json``) and returns plain numbers.
+
+>>> import numpy as np
+>>> r = {"ns": [1, 4], "per_problem": {"bon_acc[prm_min]": [[1, 1], [0, 1]], "bon_acc[orm]": [[0, 0], [0, 1]],
+...                                    "maj_acc": [[0, 0], [0, 0]]}}
+>>> g = pooled_gaps({0: r, 1: r}, n_boot=50)
+>>> g["PRM@4 - ORM@4"]["mean"], g["ORM@4 - majority@4"]["mean"]
+(0.5, 0.5)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+PRM, ORM, MAJORITY = "bon_acc[prm_min]", "bon_acc[orm]", "maj_acc"
+POOL_NAMES = {"eval": "held-out pool", "ood": "OOD family"}
+SMALL_N = 4
+SPREAD = 0.03
+"""The most the PRM's step AUROC may differ between seeds (max - min) for the run to be no lottery."""
+
+
+def _per_problem(result: dict, curve: str, n: int) -> np.ndarray:
+    return np.asarray(result["per_problem"][curve], float)[:, result["ns"].index(n)]
+
+
+def pooled_gaps(results: dict, n_boot: int = 1000, seed: int = 0) -> dict:
+    """For one pool's evaluations by seed: PRM - ORM, ORM - majority, PRM - majority at the largest N,
+    PRM - ORM at N = 4, and how much larger the PRM - ORM gap is at the largest N than at 4; each as
+    ``{mean, ci95, per_seed, above_zero}`` (fractions; problems must number the same in every seed)."""
+    from prmkit.lab.study.core import mean_ci
+
+    first = next(iter(results.values()))
+    top = max(first["ns"])
+    diffs = {}
+    for n in dict.fromkeys([top, SMALL_N]):
+        if n not in first["ns"]:
+            continue
+        diffs[f"PRM@{n} - ORM@{n}"] = [_per_problem(r, PRM, n) - _per_problem(r, ORM, n) for r in results.values()]
+        diffs[f"ORM@{n} - majority@{n}"] = [_per_problem(r, ORM, n) - _per_problem(r, MAJORITY, n)
+                                            for r in results.values()]
+        diffs[f"PRM@{n} - majority@{n}"] = [_per_problem(r, PRM, n) - _per_problem(r, MAJORITY, n)
+                                            for r in results.values()]
+    if top != SMALL_N and SMALL_N in first["ns"]:
+        diffs[f"(PRM - ORM)@{top} - (PRM - ORM)@{SMALL_N}"] = [
+            a - b for a, b in zip(diffs[f"PRM@{top} - ORM@{top}"], diffs[f"PRM@{SMALL_N} - ORM@{SMALL_N}"])]
+    out = {}
+    for name, per_seed in diffs.items():
+        ci = mean_ci(np.stack(per_seed), n_boot=n_boot, seed=seed)
+        out[name] = {**ci, "above_zero": ci["ci95"][0] > 0}
+    return out
+
+
+def auroc_spread(aurocs: list[float]) -> dict:
+    """The PRM's step AUROC across seeds: its range, and whether it is within :data:`SPREAD`.
+
+    >>> auroc_spread([0.98, 0.97, 0.985])["within"]
+    True
+    """
+    spread = float(max(aurocs) - min(aurocs))
+    return {"values": [float(a) for a in aurocs], "spread": spread, "least": SPREAD, "within": spread <= SPREAD}
+
+
+def pooled_rows(pooled: dict, spread: dict) -> tuple[list[str], list[list[str]]]:
+    """The pooled gaps of every pool and the AUROC spread as table rows (points; shared by the report and
+    the docs generator)."""
+    def pts(x):
+        return f"{100 * x:+.1f}"
+
+    rows = [[POOL_NAMES[p], name, f"{pts(g['mean'])} [{pts(g['ci95'][0])}, {pts(g['ci95'][1])}]",
+             ", ".join(pts(x) for x in g["per_seed"]), "yes" if g["above_zero"] else "no"]
+            for p, gaps in pooled.items() for name, g in gaps.items()]
+    rows.append([POOL_NAMES["eval"], "PRM step AUROC, max - min over seeds", f"{spread['spread']:.3f}",
+                 ", ".join(f"{a:.3f}" for a in spread["values"]),
+                 f"{'within' if spread['within'] else 'beyond'} {spread['least']:.2f}"])
+    return ["pool", "gap (points)", "pooled mean [95% CI]", "per seed", "CI above 0"], rows
+
+
+def has_per_problem(results: dict) -> bool:
+    """Whether every evaluation kept the per-problem curves the pooled gaps need (older ones did not)."""
+    return all(all(c in r.get("per_problem", {}) for c in (PRM, ORM, MAJORITY)) for r in results.values())
+
+
+__all__ = ["POOL_NAMES", "SMALL_N", "SPREAD", "auroc_spread", "has_per_problem", "pooled_gaps", "pooled_rows"]

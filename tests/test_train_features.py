@@ -183,3 +183,29 @@ def test_new_parameters_get_their_own_learning_rate(featured):
     names = {n for n, p in run.model.named_parameters() if id(p) in new}
     assert names == {n for n in names if n.startswith(("adapter.", "backbone.score."))}
     assert any(n.startswith("adapter.") for n in names) and any(n.startswith("backbone.score.") for n in names)
+
+
+def test_restarts_compute_each_example_s_features_once(data, base, tmp_path, monkeypatch):
+    import prmkit.model.features as features
+
+    made, forwards = [], []
+    real_make, real_forward = features.make_source, features.SurpriseSource._forward
+
+    def make(*a, **kw):
+        made.append(kw.get("keep"))
+        return real_make(*a, **kw)
+
+    def forward(self, batch):
+        forwards.extend(len(t) for t in batch)
+        return real_forward(self, batch)
+
+    monkeypatch.setattr(features, "make_source", make)
+    monkeypatch.setattr(features.SurpriseSource, "_forward", forward)
+    cfg = TrainConfig(data=str(data / "train.jsonl"), eval_data=str(data / "eval.jsonl"), out=str(tmp_path / "out"),
+                      base_model=str(base[0]), features=f"surprise:{base[0]}", restarts=2, max_steps=2, **QUICK)
+    train(cfg)
+    n_examples = len(list(read_solutions(data / "train.jsonl"))) + len(list(read_solutions(data / "eval.jsonl")))
+    assert made == [True] and len(forwards) <= n_examples  # one source, each distinct solution once
+    assert json.loads((tmp_path / "out" / "restarts.json").read_text())["chosen"] in (0, 1)
+    train(TrainConfig(**{**cfg.to_dict(), "out": str(tmp_path / "single"), "restarts": 1}))
+    assert made == [True, None]  # outside restarts nothing is kept (the default source)

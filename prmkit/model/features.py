@@ -164,9 +164,9 @@ class SurpriseSource:
         return out
 
 
-def make_source(spec: FeatureSpec, device="cpu") -> SurpriseSource:
-    """The feature computer of ``spec``."""
-    return SurpriseSource(spec.model, device)
+def make_source(spec: FeatureSpec, device="cpu", keep: bool = False) -> SurpriseSource:
+    """The feature computer of ``spec`` (``keep``: remember every solution's features it computed)."""
+    return SurpriseSource(spec.model, device, keep=keep)
 
 
 def save_features(folder: str | os.PathLike, adapter_state: dict, spec: FeatureSpec) -> dict:

@@ -173,7 +173,13 @@ def attach_features(cfg: TrainConfig, tokenizer, examples: list, device):
     from prmkit.model.features import make_source, parse_features
 
     spec = parse_features(cfg.features)
-    source = make_source(spec, device)
+    if _shared_sources is not None:
+        key = (spec.model, str(device))
+        if key not in _shared_sources:
+            _shared_sources[key] = make_source(spec, device, keep=True)
+        source = _shared_sources[key]
+    else:
+        source = make_source(spec, device)
     source.check_tokenizer(tokenizer)
     for ex, values in zip(examples, source([e.input_ids for e in examples])):
         ex.features = values
@@ -213,8 +219,18 @@ def train(cfg: TrainConfig) -> dict:
     if cfg.restarts > 1:
         from prmkit.train.restarts import train_with_restarts
 
-        return train_with_restarts(cfg, train_once)
+        global _shared_sources
+        _shared_sources = {}  # the restarts share feature sources: their examples are the same
+        try:
+            return train_with_restarts(cfg, train_once)
+        finally:
+            _shared_sources = None
     return train_once(cfg)
+
+
+_shared_sources: dict | None = None
+"""Feature sources kept between the restarts of one :func:`train` call (by source and device), so each
+example's features are computed once, not once per restart; None outside restarts."""
 
 
 def train_once(cfg: TrainConfig) -> dict:

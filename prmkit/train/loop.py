@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import math
 import shutil
 from dataclasses import dataclass
@@ -437,6 +438,17 @@ def _p_correct(probs: np.ndarray, neutral: str) -> float:
 
 
 # --- checkpoints --------------------------------------------------------------------------------------
+
+class _TiedWeightsNote(logging.Filter):
+    """accelerate warns at every checkpoint that tied weights (an LM head sharing the embeddings) are saved
+    once; loading ties them again (resume is tested exact), so the warning only hides real messages."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return "Removed shared tensor" not in record.getMessage()
+
+
+logging.getLogger("accelerate.utils.other").addFilter(_TiedWeightsNote())
+
 
 def checkpoint_dir(out: str | Path, step: int) -> Path:
     return Path(out) / "checkpoints" / f"step-{step:07d}"

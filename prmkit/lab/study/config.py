@@ -235,7 +235,8 @@ def study_preset(study: str, name: str = "default") -> LabConfig:
     # a study's models train once on all their labels, as its design counts them (a held-out split of a
     # 40-label budget would change the budget): restarts and early stopping are the lab run's guards, not
     # yet the studies'; and its ORM has the PRM's data (the equal-label comparison)
-    rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0, early_stop_patience=0, max_steps=STUDY_RM_STEPS)
+    rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0, eval_every=0, early_stop_patience=0,
+                             max_steps=STUDY_RM_STEPS)
     fields = {f.name: getattr(lab, f.name) for f in dataclasses.fields(LabConfig)}
     return cls(**{**fields, "rm": rm, "orm_ratio": 1}, **{study: own})
 

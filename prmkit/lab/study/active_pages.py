@@ -161,6 +161,10 @@ def difference_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
 
 
 
+STALLED = 0.8
+"""A PRM whose step AUROC ends below this is named as a failed run in the findings (good runs reach 0.9+)."""
+
+
 def findings(summary: dict) -> str:
     """What the run shows, stated from its numbers (markdown bullets; never pre-written)."""
     f, d, budgets = summary["factors"], summary["differences"], summary["config"]["budgets"]
@@ -187,9 +191,15 @@ def findings(summary: dict) -> str:
         gen = [f"{k}: {_ci(v, signed=True)}" for k, v in d.items() if k.startswith("gen-")]
         bullets.append(f"**Generations**: {curve}, factor {_factor(f['generations'])}; against uniform at the same "
                        "cumulative labels " + "; ".join(gen) + ".")
-    aurocs = [x for arm in summary["points"].values() for p in arm for x in p["step_auroc"]]
-    bullets.append(f"**Reward-model spread**: step AUROC of the study's PRMs ranges {min(aurocs):.3f}-{max(aurocs):.3f} "
-                   "(single runs, no restarts).")
+    models = summary["models"]
+    aurocs = [m["step_auroc"] for seed in models.values() for m in seed.values()]
+    stalled = [f"{name} (seed {seed}, {m['step_auroc']:.3f})" for seed, ms in models.items() for name, m in ms.items()
+               if m["step_auroc"] < STALLED]
+    bullets.append(f"**Reward-model spread**: step AUROC of the study's {len(aurocs)} PRMs ranges "
+                   f"{min(aurocs):.3f}-{max(aurocs):.3f} (single runs, no restarts); "
+                   + (f"{len(stalled)} below {STALLED}: " + ", ".join(stalled) if stalled else f"none below {STALLED}")
+                   + (f"; {sum(x.startswith('uniform') for x in stalled)} of them on uniform sets" if stalled else "")
+                   + ".")
     return "\n".join(f"- {b}" for b in bullets)
 
 

@@ -200,7 +200,7 @@ def orm_data(cfg: LabConfig, budget: int) -> tuple[str, int]:
     """The data file and solution count of the ORM beside a PRM on ``budget`` labels: ``orm_ratio`` x as many
     uniform samples of the same problems (the pool is problem by problem, so a prefix keeps whole problems).
 
-    >>> orm_data(LabConfig(), 500), orm_data(LabConfig(orm_ratio=1), 500)
+    >>> orm_data(LabConfig(orm_ratio=10), 500), orm_data(LabConfig(), 500)
     (('orm', 5000), ('train', 500))
     """
     return ("orm", budget * cfg.orm_ratio) if cfg.orm_ratio > 1 else ("train", budget)

@@ -71,8 +71,9 @@ RUN_EPILOG = """\
 examples:
   prmkit lab run                                   (default preset, seed 0: ~10 min on 2 cores, into runs/lab-default)
   prmkit lab run --preset quick                    (small pools: a few minutes)
-  prmkit lab run --preset default --seeds 0,1,2    (the issue's targets, checked per seed)
-  prmkit lab run --preset full --seeds 0,1,2       (adds the label-budget sweep 500 / 2,000 / 8,000)
+  prmkit lab run --preset default --seeds report   (seeds 10,11,12: the published numbers in docs/lab.md)
+  prmkit lab run --preset default --seeds dev      (seeds 0,1,2: for trying a recipe; never publish from them)
+  prmkit lab run --preset full --seeds 10          (adds the label-budget sweep 500 / 2,000 / 8,000)
   prmkit lab run --set rm.max_steps=400 --set rm.features= --out runs/no-features
 
 Stages: data (generate, label) -> base (pretrain a tiny LM, cached in $PRMKIT_CACHE or ~/.cache/prmkit)
@@ -86,6 +87,7 @@ an interrupted run resumes where it stopped (a reward model from its last checkp
 STUDY_EPILOG = """\
 examples:
   prmkit lab study budget                         (default preset, seeds 0,1,2, into runs/lab-default/study-budget)
+  prmkit lab study active --seeds report          (report seeds 10,11,12: docs/study-active.md)
   prmkit lab study active --preset quick --seeds 0  (the test suite's size: a few minutes)
   prmkit lab study synthetic --set synthetic.threshold=0.5
   prmkit lab study budget --set budget.budgets=250,1000,4000 --set budget.rm_steps=300 --out runs/budget-wide

@@ -96,6 +96,30 @@ def sweep_table(summary: dict) -> str:
     return markdown(["seed", "labelled", f"PRM min@{n}", f"PRM product@{n}", f"ORM@{n}", f"majority@{n}"], rows)
 
 
+STATS_COLUMNS = (("pass@1", "pass@1"), ("maj_acc@64", "majority@64"), ("pass@64", "pass@64"),
+                 ("right_answer_wrong_step", "right answer, wrong step"), ("no_answer", "no answer"),
+                 ("steps_per_solution", "steps per solution"), ("tokens_per_solution", "tokens per solution"))
+
+
+def stats_block(summary: dict, split: str) -> str:
+    """``prmkit lab stats`` of the first seed's ``split`` pool, as the terminal prints it."""
+    from prmkit.lab import format_stats
+
+    first = str(summary["seeds"][0])
+    return f"```\n{format_stats(summary[split][first])}\n```"
+
+
+def stats_table(summary: dict) -> str:
+    """The headline generator rates per pool and seed (percent; counts per solution as they are)."""
+    rows = []
+    for split in ("eval", "ood"):
+        for seed in map(str, summary["seeds"]):
+            d = summary[split][seed]
+            rows.append([POOL_NAMES[split], seed, *(f"{d[k]:.2f}" if k.endswith("solution") else f"{100 * d[k]:.1f}"
+                                                   for k, _ in STATS_COLUMNS)])
+    return markdown(["pool", "seed", *(name for _, name in STATS_COLUMNS)], rows)
+
+
 def markdown(header: list[str], rows: list[list[str]]) -> str:
     """A markdown table of text cells."""
     return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
@@ -141,6 +165,8 @@ TABLES = {
     "lab-targets": targets_table,
     "lab-wall": wall_table,
     "lab-sweep": sweep_table,
+    "lab-stats-eval": lambda s: stats_block(s, "eval"),
+    "lab-stats": stats_table,
     "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s["auroc_spread"])),
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _synthetic(name) for name in ("results", "large", "threshold")},

@@ -175,11 +175,15 @@ def test_quick_study_end_to_end(tmp_path, lab_cache):
     assert "data:image/png;base64," in (root / "section.html").read_text()
     saved = json.loads((root / "summary.json").read_text())
     assert saved["seeds"] == seeds and set(saved["accuracy"]) == {"process", "outcome", "answer"}
-    # the main effect: the large PRM's process labels beat both kinds of outcome labels at the smallest budget
+    # the paired differences are the arms' differences, seed by seed (which arm leads is the research
+    # outcome, reported in docs/study-synthetic.md and not asserted: it moves with the seeds and the base)
     k = str(min(cfg.synthetic.per_problem))
-    assert summary["differences"]["process-answer"][k]["mean"] > 0
-    assert summary["differences"]["process-outcome"][k]["mean"] > 0
-    assert min(summary["large_prm"]["step_auroc_eval"]) > 0.8
+    acc = summary["accuracy"]
+    for a, b in (("process", "answer"), ("process", "outcome"), ("outcome", "answer")):
+        d = summary["differences"][f"{a}-{b}"][k]
+        assert d["per_seed"] == pytest.approx(np.subtract(acc[a][k]["per_seed"], acc[b][k]["per_seed"]), abs=1e-9)
+        assert d["ci95"][0] <= d["mean"] <= d["ci95"][1]
+    assert min(summary["large_prm"]["step_auroc_eval"]) > 0.8  # the teacher learned: its labels mean something
     again = run_study(cfg, seeds, tmp_path, jobs=2, progress=False, log=lambda *a: None)
     assert all(t["ran"] == 0 for t in again["timings"].values())
     assert again["accuracy"] == summary["accuracy"]

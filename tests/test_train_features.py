@@ -186,7 +186,7 @@ def test_new_parameters_get_their_own_learning_rate(featured):
 
 
 def test_restarts_compute_each_example_s_features_once(data, base, tmp_path, monkeypatch):
-    import prmkit.model.features as features
+    from prmkit.model import features
 
     made, forwards = [], []
     real_make, real_forward = features.make_source, features.SurpriseSource._forward

@@ -13,9 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import math
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,6 +33,7 @@ from prmkit.model.heads import (
 )
 from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
 from prmkit.model.labels import p_correct
+from prmkit.train.checkpoints import best_dir, resume, save_checkpoint
 from prmkit.train.config import TrainConfig
 from prmkit.train.data import (
     build_examples,
@@ -46,7 +45,7 @@ from prmkit.train.data import (
     split_by_problem,
     to_device,
 )
-from prmkit.train.early_stop import EarlyStop, early_stop_for
+from prmkit.train.early_stop import early_stop_for
 from prmkit.train.metrics import MetricsLogger, NullLogger, step_metrics
 
 
@@ -249,7 +248,7 @@ def train_once(cfg: TrainConfig) -> dict:
     run.model, run.optimizer = accelerator.prepare(run.model, run.optimizer)
     accelerator.register_for_checkpointing(run.scheduler)
     run.stopper = early_stop_for(cfg)
-    start = _resume(run)
+    start = resume(run)
     logger = MetricsLogger(cfg.out, cfg.tensorboard, start) if accelerator.is_main_process else NullLogger()
     try:
         final = _loop(run, start, logger)
@@ -437,65 +436,7 @@ def _p_correct(probs: np.ndarray, neutral: str) -> float:
     return p_correct(full, neutral)
 
 
-# --- checkpoints --------------------------------------------------------------------------------------
-
-class _TiedWeightsNote(logging.Filter):
-    """accelerate warns at every checkpoint that tied weights (an LM head sharing the embeddings) are saved
-    once; loading ties them again (resume is tested exact), so the warning only hides real messages."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return "Removed shared tensor" not in record.getMessage()
-
-
-logging.getLogger("accelerate.utils.other").addFilter(_TiedWeightsNote())
-
-
-def checkpoint_dir(out: str | Path, step: int) -> Path:
-    return Path(out) / "checkpoints" / f"step-{step:07d}"
-
-
-def latest_checkpoint(out: str | Path) -> Path | None:
-    """The newest complete checkpoint under ``out`` (a killed save leaves no ``COMPLETE`` file)."""
-    found = sorted(p for p in (Path(out) / "checkpoints").glob("step-*") if (p / "COMPLETE").exists())
-    return found[-1] if found else None
-
-
-def best_dir(out: str | Path) -> Path:
-    """Where early stopping keeps the best evaluated state (not a resume point: resuming reads ``step-*``)."""
-    return Path(out) / "checkpoints" / "best"
-
-
-def save_checkpoint(run: Run, step: int, folder: Path | None = None) -> None:
-    acc = run.accelerator
-    folder = folder or checkpoint_dir(run.cfg.out, step)
-    acc.save_state(str(folder))
-    acc.wait_for_everyone()
-    if acc.is_main_process:
-        state = {"step": step, "config": run.cfg.to_dict()}
-        if run.stopper is not None:
-            state["early_stop"] = run.stopper.to_dict()
-        (folder / "trainer_state.json").write_text(json.dumps(state, indent=2))
-        (folder / "COMPLETE").write_text("")
-        done = sorted(p for p in folder.parent.glob("step-*") if (p / "COMPLETE").exists())
-        for old in done[: max(0, len(done) - run.cfg.keep_checkpoints)]:
-            shutil.rmtree(old)
-    acc.wait_for_everyone()
-
-
-def _resume(run: Run) -> int:
-    if not run.cfg.resume:
-        return 0
-    folder = latest_checkpoint(run.cfg.out)
-    if folder is None:
-        return 0
-    run.accelerator.load_state(str(folder))
-    state = json.loads((folder / "trainer_state.json").read_text())
-    step = state["step"]
-    if run.stopper is not None and "early_stop" in state:
-        run.stopper = EarlyStop.from_dict(state["early_stop"])
-    run.accelerator.print(f"resumed from {folder} (step {step})")
-    return step
-
+# --- the saved model ------------------------------------------------------------------------------
 
 def save_final(run: Run) -> None:
     """The trained model as a plain transformers folder in ``out`` (LoRA merged), with its model card."""

@@ -139,22 +139,15 @@ def _budget(name: str):
     return render
 
 
-def _synthetic(name: str):
+def _study_rows(study: str, name: str):
+    """A study page's ``<name>_rows`` table (or its ``findings`` text), shared with its HTML page."""
     def render(summary: dict) -> str:
-        from prmkit.lab.study import synthetic_pages
+        import importlib
 
-        return markdown(*getattr(synthetic_pages, f"{name}_rows")(summary))
-
-    return render
-
-
-def _active(name: str):
-    def render(summary: dict) -> str:
-        from prmkit.lab.study import active_pages
-
+        pages = importlib.import_module(f"prmkit.lab.study.{study}_pages")
         if name == "findings":
-            return active_pages.findings(summary)
-        return markdown(*getattr(active_pages, f"{name}_rows")(summary))
+            return pages.findings(summary)
+        return markdown(*getattr(pages, f"{name}_rows")(summary))
 
     return render
 
@@ -169,8 +162,8 @@ TABLES = {
     "lab-stats": stats_table,
     "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s["auroc_spread"])),
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
-    **{f"synthetic-{name}": _synthetic(name) for name in ("results", "large", "threshold")},
-    **{f"active-{name}": _active(name) for name in ("factor", "point", "difference", "findings")},
+    **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
+    **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
 }
 """Every generated table, by the name a doc's marker uses."""
 

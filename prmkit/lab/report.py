@@ -138,10 +138,6 @@ def _note(cfg) -> Markup:
                   "docs/lab.md, docs/evaluation.md.</p>").format(data)
 
 
-def pooled_table(pooled: dict, spread: dict) -> str:
-    return table(*pooled_rows(pooled, spread))
-
-
 def timings_table(timings: dict) -> str:
     rows = [[name, str(t.get("jobs", 1)), str(t.get("ran", "")), f"{t.get('job_seconds', 0):.1f}",
              f"{t['wall_seconds']:.1f}"] for name, t in timings.items()]
@@ -165,7 +161,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
     spread = auroc_spread([results[s]["eval"]["headline"]["prm_step_auroc"] for s in seeds])
     parts = [_note(cfg)]
     if pooled:
-        parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), pooled_table(pooled, spread)]
+        parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), table(*pooled_rows(pooled, spread))]
     parts += [Markup("<h2>The first lab issue's targets, per seed (held-out pool)</h2>"), targets_table(checks),
              Markup("<h2>Held-out pool: headline numbers per seed</h2>"),
              seed_table({s: results[s]["eval"] for s in seeds}),

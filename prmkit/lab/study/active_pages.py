@@ -60,8 +60,10 @@ def _pct(x) -> str:
 
 
 def _ci(d: dict, signed: bool = False) -> str:
-    fmt = "{:+.1f}" if signed else "{:.1f}"
-    return " ".join([fmt.format(100 * d["mean"]), f"[{fmt.format(100 * d['ci95'][0])}, {fmt.format(100 * d['ci95'][1])}]"])
+    def pts(x):
+        return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
+
+    return f"{pts(d['mean'])} [{pts(d['ci95'][0])}, {pts(d['ci95'][1])}]"
 
 
 def _factor(f: dict) -> str:
@@ -158,7 +160,6 @@ def difference_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     rows = [[k, _ci(v, signed=True), ", ".join(f"{100 * x:+.1f}" for x in v["per_seed"])]
             for k, v in summary["differences"].items()]
     return ["paired difference", "mean pts [95% CI]", "per seed"], rows
-
 
 
 STALLED = 0.8

@@ -218,6 +218,30 @@ def _umask() -> int:
     return mask
 
 
+def finished_lines(path: str | os.PathLike, key: Callable[[dict], Any]) -> set:
+    """``key`` of every complete record of an append-only partial file (plain text, one JSON object per
+    line); a torn last line, left by a killed writer, is cut off the file so that appending goes on cleanly.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "part.jsonl")
+    >>> _ = open(p, "w").write('{"id": "a"}\\n{"id": "b"}\\n{"id": "c"')
+    >>> sorted(finished_lines(p, lambda r: r["id"])), open(p).read()
+    (['a', 'b'], '{"id": "a"}\\n{"id": "b"}\\n')
+    """
+    keys: set = set()
+    if not os.path.exists(path):
+        return keys
+    good = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.endswith(b"\n"):
+                break
+            keys.add(key(json.loads(raw)))
+            good += len(raw)
+    os.truncate(path, good)
+    return keys
+
+
 def dumps(record: Any) -> str:
     """One record as one line of JSON (dataclasses through their ``to_dict``)."""
     value = record.to_dict() if hasattr(record, "to_dict") else record

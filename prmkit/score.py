@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
-from prmkit.io import atomic_output, dumps, open_text, read_solutions
+from prmkit.io import atomic_output, dumps, finished_lines, open_text, read_solutions
 from prmkit.model.formatter import TruncationReport, encode, encode_many
 from prmkit.model.labels import step_scores
 
@@ -180,22 +180,6 @@ def _output_keys(path: Path) -> set[str]:
         return {_record_key(json.loads(line)) for line in f if line.strip()}
 
 
-def _done_keys(path: Path) -> set[str]:
-    """Keys of the complete records of a (possibly half-written, plain-text) shard; a torn last line is cut off."""
-    keys: set[str] = set()
-    if not path.exists():
-        return keys
-    good = 0
-    with open(path, "rb") as f:
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                break
-            keys.add(_record_key(json.loads(raw)))
-            good += len(raw)
-    os.truncate(path, good)
-    return keys
-
-
 def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | os.PathLike,
                cfg: ScoreConfig | None = None, scorer: Scorer | None = None) -> dict:
     """Score every record of ``inp`` into ``out`` (see the module docstring); return a summary."""
@@ -217,7 +201,7 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
         out.unlink()  # no resume: an earlier output is replaced, not merged into
     state.wait_for_everyone()
     previous = _output_keys(out) if cfg.resume and out.exists() else set()
-    done = previous | (_done_keys(shard) if cfg.resume else set())
+    done = previous | (finished_lines(shard, _record_key) if cfg.resume else set())
     if not cfg.resume and shard.exists():
         shard.unlink()
     todo = ((i, s) for i, s in enumerate(read_solutions(inp))

@@ -49,3 +49,17 @@ def toy_data(tmp_path_factory):
     write_records(folder / "train.jsonl", make_solutions(96, seed=1))
     write_records(folder / "eval.jsonl", make_solutions(32, seed=2))
     return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_lm(tmp_path_factory) -> Path:
+    """A folder holding a tiny Llama-style causal LM (random weights) and its tokenizer, saved with
+    ``save_pretrained`` so that tests load it through the real ``from_pretrained`` path."""
+    from prmkit.model.tiny import build_preset
+
+    folder = tmp_path_factory.mktemp("tiny-lm")
+    texts = [f"{a} + {b} = {a + b}\n# Answer\n\n{a + b}" for a in range(20) for b in range(10)]
+    model, tok = build_preset("tiny-llama", texts, "AutoModelForCausalLM", 300, seed=0)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder

@@ -20,15 +20,18 @@ GROUPS = (
     ("report", "report"),
     ("label", "label"),
     ("select", "select"),
+    ("generate", "generate"),
     ("lab", "lab"),
     ("train", "train"),
     ("score", "score"),
+    ("serve", "serve"),
 )
 
 EPILOG = """\
 examples:
   prmkit data convert --from prm800k --to prmkit phase2_train.jsonl data.jsonl.gz
   prmkit data stats data.jsonl.gz
+  prmkit generate --backend hf --model ./my-model problems.jsonl candidates.jsonl --n 16
   prmkit grade pairs.jsonl --audit
   prmkit eval bon scored.jsonl --score prm_min,orm --n 1,2,4,8
 
@@ -43,8 +46,8 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="prmkit", formatter_class=HelpFormatter, epilog=EPILOG,
-        description="prmkit: process supervision. Step-labelled data, answer grading, "
-                    "process and outcome reward models, best-of-N evaluation.")
+        description="prmkit: process supervision. Generation, step-labelled data, answer grading, "
+                    "process and outcome reward models, best-of-N evaluation, serving.")
     parser.add_argument("--version", action="version", version=f"prmkit {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name, _ in GROUPS:

@@ -8,10 +8,12 @@ status 2.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 
 from prmkit.cli import HelpFormatter
 from prmkit.convert import FORMATS, NEUTRAL_POLICIES, SUPERVISE, Options, convert_file, read
+from prmkit.generate.longcot import LONG_MODES, resplit
 from prmkit.io import RejectWriter, rejects_path
 from prmkit.schema import Solution
 from prmkit.stats import format_summary, summarize
@@ -34,6 +36,9 @@ examples:
   prmkit data convert --from math-shepherd --to math-shepherd --supervise all in.jsonl out.jsonl
   prmkit data convert --from processbench --to prmkit --skip-invalid math.json pb.jsonl
       (bad rows go to pb.rejects.jsonl; their count is printed)
+  prmkit data convert --from prmkit --split-long sentences --step-tokens 60 cot.jsonl steps.jsonl
+      (each solution's text re-cut into steps of whole sentences, up to 60 words each; the new
+      steps are unlabelled, so label them next; meta["prmkit_resplit"] says how)
 
 The output is written to a temporary file and renamed when complete: an interrupted run leaves
 nothing behind, and an output equal to the input is refused. `prmkit data formats` lists formats.
@@ -44,9 +49,21 @@ def _options(args: argparse.Namespace) -> Options:
     return Options(neutral=args.neutral, supervise=args.supervise, marker=args.marker)
 
 
+def _resplitter(args: argparse.Namespace):
+    """The record transform of --split-long/--step-tokens, or None; --step-tokens alone is an error, not ignored."""
+    if args.step_tokens < 0:
+        raise ValueError(f"--step-tokens must be >= 0 (0: no packing), got {args.step_tokens}")
+    if args.split_long is None:
+        if args.step_tokens:
+            raise ValueError("--step-tokens packs the steps of --split-long: give --split-long MODE too")
+        return None
+    return functools.partial(resplit, how=args.split_long, max_tokens=args.step_tokens)
+
+
 def cmd_convert(args: argparse.Namespace) -> int:
+    transform = _resplitter(args)
     rejects = RejectWriter(rejects_path(args.output)) if args.skip_invalid else None
-    report = convert_file(args.input, args.output, args.source, args.target, _options(args), rejects)
+    report = convert_file(args.input, args.output, args.source, args.target, _options(args), rejects, transform)
     print(f"{args.input} -> {args.output}: {report.summary()}")
     if rejects is not None:
         rejects.close()
@@ -122,6 +139,12 @@ def _add_convert(sub) -> None:
     p.add_argument("--marker", default=Options.marker, help="Math-Shepherd's step marker (read and write)")
     p.add_argument("--skip-invalid", action="store_true",
                    help="write bad records to OUTPUT's .rejects.jsonl side file and go on, instead of stopping")
+    p.add_argument("--split-long", choices=LONG_MODES, default=None, metavar="MODE",
+                   help=f"re-split every solution ({', '.join(LONG_MODES)}): its steps joined by a blank line are "
+                        "cut into new, unlabelled steps (ratings and values dropped; problems pass unchanged)")
+    p.add_argument("--step-tokens", type=int, default=0, metavar="N",
+                   help="with --split-long: pack consecutive pieces into steps of at most N words (a longer "
+                        "piece stays whole; paragraphs never merge in sentences mode); 0: no packing")
     p.set_defaults(func=cmd_convert)
 
 

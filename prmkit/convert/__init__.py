@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,11 +115,14 @@ def read(path, fmt: str = "prmkit", options: Options = DEFAULTS, rejects=None) -
 
 
 def convert_file(src: str | os.PathLike, dst: str | os.PathLike, inp: str, out: str,
-                 options: Options = DEFAULTS, rejects: RejectWriter | None = None) -> ConvertReport:
+                 options: Options = DEFAULTS, rejects: RejectWriter | None = None,
+                 transform: Callable[[Any], Any] | None = None) -> ConvertReport:
     """Convert ``src`` (format ``inp``) into ``dst`` (format ``out``), streaming, atomically.
 
     Bad input raises :class:`~prmkit.io.RecordError` (file, line, field) unless ``rejects`` collects
     it; nothing is left at ``dst`` when the conversion fails; ``dst`` may not be ``src``.
+    ``transform``, when given, maps every record read to the record written (for example
+    :func:`prmkit.generate.longcot.resplit`).
     """
     reader, writer = get_format(inp, "read"), get_format(out, "write")
     if same_file(src, dst):
@@ -132,6 +135,8 @@ def convert_file(src: str | os.PathLike, dst: str | os.PathLike, inp: str, out: 
             yield record
 
     records: Iterable[Any] = counted(reader.read(src, options, rejects))
+    if transform is not None:
+        records = map(transform, records)
     if writer.holds == "solutions":
         records = _solutions(records, src, out)
     report.rows_out = writer.write(records, dst, options, dropped=report.dropped)

@@ -30,6 +30,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,13 +132,28 @@ def _step_line(name: str, effect: tuple, left: float, result: float) -> str:
     return f"{name} {symbol} {k} : {left} {symbol} {k} = {result}"
 
 
-def sample_texts(led: Ledger, u: np.ndarray, profile: np.ndarray, cfg: GeneratorConfig, stop: int) -> list[str]:
-    """One sample's step lines from its uniform draws ``u`` (transactions x 7); cut after ``stop`` transactions."""
+@dataclass(frozen=True)
+class Resume:
+    """Where a sample continues from: the next transaction, the sample's running value, the one before
+    it and its last effect (what ``again``/``undo`` follow); ``wrote``: some transaction is already written."""
+
+    start: int = 0
+    cur: float | None = None
+    before: float | None = None
+    last: tuple | None = None
+    wrote: bool = False
+
+
+def sample_texts(led: Ledger, u: np.ndarray, profile: np.ndarray, cfg: GeneratorConfig, stop: int,
+                 resume: Resume = Resume()) -> list[str]:
+    """One sample's step lines from its uniform draws ``u`` (transactions x 7); cut after ``stop`` transactions.
+    ``resume``: continue a partial sample instead of starting at the first transaction."""
     true = [led.start, *led.values()]
     lines: list[str] = []
-    cur = before = led.start
-    last = None
-    for i in range(min(stop, len(led.txns))):
+    cur = led.start if resume.cur is None else resume.cur
+    before = cur if resume.before is None else resume.before
+    last = resume.last
+    for i in range(resume.start, min(stop, len(led.txns))):
         r = u[i]
         if r[_CHECK] < cfg.check_rate:
             lines.append(f"check : {cur}")
@@ -149,7 +165,7 @@ def sample_texts(led: Ledger, u: np.ndarray, profile: np.ndarray, cfg: Generator
         left = cur
         if cur != true[i] and r[_FIX] < cfg.silent_fix_rate:
             left = true[i]
-        elif lines and before != cur and r[_STALE] < cfg.stale_operand_rate:
+        elif (lines or resume.wrote) and before != cur and r[_STALE] < cfg.stale_operand_rate:
             left = before
         result = apply(left, *effect)
         if r[_SLIP] < cfg.arithmetic_slip_rate:
@@ -171,6 +187,60 @@ def _samples_of(problem: Problem, cfg: GeneratorConfig, samples: int, seed: int)
     stop = np.where(cut, rng.integers(1, n_txn + 1, size=samples), n_txn + 1)
     profile = misreading_profile(problem.problem, cfg)
     return [sample_texts(led, u[j], profile, cfg, int(stop[j])) for j in range(samples)]
+
+
+def resume_point(led: Ledger, prefix_steps: list[str]) -> Resume | None:
+    """Where a sample that wrote ``prefix_steps`` continues (None: it already answered). Lines this generator
+    could not have written (a step of another model) are skipped: the sample goes on from its last
+    readable transaction.
+
+    >>> from prmkit.lab.domain import parse_problem
+    >>> led = parse_problem("Start at 5.\\nA + 3\\nB + 4\\nWhat is the final value?")
+    >>> resume_point(led, ["A + 3 : 5 + 3 = 8"])
+    Resume(start=1, cur=8, before=5, last=('+', 3), wrote=True)
+    """
+    state = Resume()
+    for text in prefix_steps:
+        if text.strip().startswith("# Answer"):
+            return None
+        parsed = _parse_line(text.strip())
+        if parsed is None or led.index(parsed[0]) is None:
+            continue
+        name, effect, result = parsed
+        cur = led.start if state.cur is None else state.cur
+        state = Resume(led.index(name) + 1, result, cur, effect, True)
+    return state
+
+
+def _parse_line(text: str) -> tuple[str, tuple, float] | None:
+    """(transaction name, effect, result) of a transaction line as :func:`_step_line` writes it."""
+    if m := re.fullmatch(r"([A-Z]) set (-?\d+) : (-?\d+(?:\.\d+)?)", text):
+        return m.group(1), ("set", int(m.group(2))), _number(m.group(3))
+    if m := re.fullmatch(r"([A-Z]) ([-+*/]) (\d+) : -?\d+(?:\.\d+)? [-+*/] \d+ = (-?\d+(?:\.\d+)?)", text):
+        return m.group(1), (m.group(2), int(m.group(3))), _number(m.group(4))
+    return None
+
+
+def _number(text: str) -> float:
+    return float(text) if "." in text else int(text)
+
+
+def continue_samples(problem: Problem, prefix_steps: list[str], cfg: GeneratorConfig, samples: int,
+                     seed: int) -> list[list[str]]:
+    """``samples`` continuations (step lines after the prefix) of a partial solution of ``problem``, each
+    with its own draws: what a Monte-Carlo rollout from that prefix gives."""
+    led = ledger_of(problem.problem)
+    state = resume_point(led, prefix_steps)
+    if state is None:
+        return [[] for _ in range(samples)]
+    key = hashlib.blake2b("\x1f".join([problem.problem, *prefix_steps]).encode(), digest_size=8).digest()
+    rng = np.random.default_rng([seed, int.from_bytes(key)])
+    n_txn = len(led.txns)
+    u = rng.random((samples, n_txn, 7))
+    cut = rng.random(samples) < cfg.no_answer_rate
+    stop = np.where(cut, rng.integers(state.start, n_txn + 1, size=samples), n_txn + 1)
+    profile = misreading_profile(problem.problem, cfg)
+    return [sample_texts(led, u[j], profile, cfg, int(stop[j]), state) for j in range(samples)]
 
 
 def generate(problems: list[Problem], cfg: GeneratorConfig, samples: int, seed: int) -> list[Solution]:

@@ -1,0 +1,42 @@
+"""``prmkit serve``: a local generator and/or reward model over HTTP."""
+
+from __future__ import annotations
+
+from prmkit.cli import HelpFormatter
+
+EPILOG = """\
+examples:
+  prmkit serve --generator ./my-model                       (OpenAI-compatible, http://127.0.0.1:8000/v1)
+  prmkit serve --scorer runs/prm --port 8100                (POST /v1/score)
+  prmkit serve --generator ./my-model --scorer runs/prm --host 0.0.0.0
+
+Then, from any OpenAI client:
+  from openai import OpenAI
+  client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="none")
+  client.completions.create(model="my-model", prompt="2+2?\\n", n=4, max_tokens=64, seed=0)
+or `prmkit generate --backend openai --model my-model problems.jsonl out.jsonl`; and scoring:
+  curl -s localhost:8100/v1/score -d '{"problem": "2+2?", "steps": ["2+2 = 4", "# Answer\\n\\n4"]}'
+
+Requests that arrive together are batched into one model call (--max-batch, --max-wait-ms).
+"""
+
+
+def register(subparsers) -> None:
+    from prmkit.serve.app import ServeConfig
+    from prmkit.train.config import add_config_arguments
+
+    p = subparsers.add_parser("serve", help="serve a generator (OpenAI API) and/or a PRM/ORM over HTTP",
+                              formatter_class=HelpFormatter, epilog=EPILOG,
+                              description="Serve a local causal LM on /v1/completions and /v1/chat/completions "
+                                          "and/or a prmkit reward model on /v1/score, on loopback by default.")
+    add_config_arguments(p, ServeConfig)
+    p.set_defaults(func=run_serve)
+
+
+def run_serve(args) -> int:
+    from prmkit.cli.generate import config_of
+    from prmkit.serve import serve
+    from prmkit.serve.app import ServeConfig
+
+    serve(config_of(args, ServeConfig))
+    return 0

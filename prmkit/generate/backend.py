@@ -1,0 +1,89 @@
+"""The generator interface: every backend samples whole solutions and continues partial ones.
+
+``Backend.generate(problems, n) -> [[Sample] * n per problem]`` and
+``Backend.complete(problem, prefix_steps, n) -> [Sample] * n`` (the text after the prefix, for Monte-Carlo
+rollouts and search). A :class:`Sample` is text; :func:`prmkit.generate.steps.split_steps` makes it steps
+and :mod:`prmkit.generate.run` makes it a record. Backends by name (``--backend``):
+
+- ``hf`` (:mod:`prmkit.generate.hf`): transformers on CPU or GPU, batched with a KV cache;
+- ``vllm`` (:mod:`prmkit.generate.vllm`): vLLM on GPUs, tensor and data parallel (extra ``vllm``);
+- ``openai`` (:mod:`prmkit.generate.remote`): any OpenAI-compatible server, ``prmkit serve`` included;
+- ``lab`` and ``lab-lm`` (:mod:`prmkit.generate.labgen`): the lab's rule-based generator, and the lab's
+  base model sampled through ``hf``.
+
+>>> sample_seed(0, "p1", [], 3) == sample_seed(0, "p1", [], 3) != sample_seed(0, "p1", [], 4)
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from prmkit.schema import Problem
+
+
+@dataclass
+class Sample:
+    """One sampled continuation: its text, its length in tokens, and why it ended (``stop``: the model or a
+    stop rule ended it; ``length``: ``max_new_tokens`` ran out)."""
+
+    text: str
+    tokens: int
+    finish_reason: str
+
+
+class GenerationError(RuntimeError):
+    """A generation request failed for good; the message names the request (and the retries spent)."""
+
+
+class Backend:
+    """A generator. Subclasses implement :meth:`complete` (and :meth:`generate` where batching across
+    problems pays); ``name`` goes into every record's ``generator.name``."""
+
+    name = "backend"
+
+    def generate(self, problems: list[Problem], n: int) -> list[list[Sample]]:
+        """``n`` samples of each problem (from its start)."""
+        return [self.complete(p, [], n) for p in problems]
+
+    def complete(self, problem: Problem, prefix_steps: list[str], n: int) -> list[Sample]:
+        """``n`` continuations of ``problem`` after ``prefix_steps``: each sample's text is what follows."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the backend holds (a model, a server connection)."""
+
+
+def problem_key(problem: Problem) -> str:
+    """What identifies a problem in sample seeds and record ids: its id, else a hash of its text."""
+    if problem.id is not None:
+        return problem.id
+    return hashlib.blake2b(problem.problem.encode(), digest_size=6).hexdigest()
+
+
+def sample_seed(seed: int, key: str, prefix_steps: list[str], j: int) -> int:
+    """The seed of sample ``j`` of (problem ``key``, prefix): a sample never depends on its batch."""
+    text = "\x1f".join([str(seed), key, *prefix_steps, str(j)])
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest()) >> 1
+
+
+def make_backend(cfg) -> Backend:
+    """The backend a :class:`~prmkit.generate.config.GenerateConfig` names, loaded."""
+    if cfg.backend == "hf":
+        from prmkit.generate.hf import HFBackend
+
+        return HFBackend.from_config(cfg)
+    if cfg.backend == "vllm":
+        from prmkit.generate.vllm import VLLMBackend
+
+        return VLLMBackend(cfg)
+    if cfg.backend == "openai":
+        from prmkit.generate.remote import OpenAIBackend
+
+        return OpenAIBackend(cfg)
+    if cfg.backend in ("lab", "lab-lm"):
+        from prmkit.generate.labgen import lab_backend
+
+        return lab_backend(cfg)
+    raise ValueError(f"unknown backend {cfg.backend!r}")

@@ -1,0 +1,88 @@
+"""The lab's generators behind the generator interface: ``lab`` (the rule-based sampler) and ``lab-lm``
+(the lab's base model, a policy with weights, sampled through :mod:`prmkit.generate.hf`).
+
+``--model`` names the lab preset whose generator (``lab``) or base model (``lab-lm``, pretrained and
+cached on first use) is sampled; the default is ``default``. ``lab-lm`` is prompted in the lab's own
+layout (:func:`prmkit.lab.config.lab_format`): the layout its base was pretrained on.
+
+>>> from prmkit.generate.config import GenerateConfig
+>>> from prmkit.lab.domain import LedgerConfig, make_problems
+>>> b = lab_backend(GenerateConfig(backend="lab", model="quick"))
+>>> problem = make_problems(LedgerConfig(), 1, seed=0)[0]
+>>> s = b.generate([problem], 2)[0][0]
+>>> s.text.splitlines()[0], s.finish_reason
+('A + 1 : 67 + 1 = 68', 'stop')
+>>> rest = b.complete(problem, ["A + 1 : 67 + 1 = 68"], 3)
+>>> len(rest), rest[0].text.startswith("B")
+(3, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from prmkit.generate.backend import Backend, Sample
+from prmkit.generate.steps import join_steps
+
+
+def lab_preset(cfg):
+    """The :class:`~prmkit.lab.config.LabConfig` that ``cfg.model`` names (``default`` when empty)."""
+    from prmkit.lab.config import preset
+
+    return preset(cfg.model or "default")
+
+
+class LabBackend(Backend):
+    """The rule-based lab generator: exact to the lab's design, instant, no weights."""
+
+    def __init__(self, cfg):
+        self.cfg, self.generator = cfg, lab_preset(cfg).generator
+        self.name = self.generator.name
+
+    def generate(self, problems, n):
+        from prmkit.lab.generator import generate
+
+        sols = generate(problems, self.generator, n, self.cfg.seed)
+        return [[_sample(s.texts) for s in sols[i * n:(i + 1) * n]] for i in range(len(problems))]
+
+    def complete(self, problem, prefix_steps, n):
+        from prmkit.lab.generator import continue_samples
+
+        return [_sample(t) for t in continue_samples(problem, prefix_steps, self.generator, n, self.cfg.seed)]
+
+
+def _sample(texts: list[str]) -> Sample:
+    from prmkit.lab.stats import count_tokens
+
+    return Sample(join_steps(texts), count_tokens(texts), "stop")
+
+
+def lab_text(text: str) -> str:
+    """The lab tokenizer's decoded text in the lab's own spelling: its decoder puts a space between all
+    tokens, the rule-based generator none around line breaks.
+
+    >>> lab_text("A + 1 : 67 + 1 = 68 \\n <step> # Answer \\n \\n 68")
+    'A + 1 : 67 + 1 = 68\\n<step># Answer\\n\\n68'
+    """
+    return re.sub(r" ?\n ?", "\n", text).replace("\n<step> ", "\n<step>")
+
+
+def lab_lm_backend(cfg, progress: bool = False, log=print):
+    """The lab preset's base model (pretrained if not cached) as an :class:`~prmkit.generate.hf.HFBackend`."""
+    from prmkit.generate.hf import HFBackend, Sampler
+    from prmkit.lab.base import ensure_base
+    from prmkit.lab.config import lab_format
+
+    lab = lab_preset(cfg)
+    folder = ensure_base(lab, progress=progress, log=log, device=cfg.device)
+    fmt = lab_format(lab.base.max_length)
+    cfg = dataclasses.replace(cfg, separator=fmt.separator, marker=fmt.marker, problem_suffix=fmt.problem_suffix,
+                              prompt="{problem}", chat_template=False)
+    sampler = Sampler.load(str(folder), cfg.device, end_tokens=(fmt.marker,))
+    return HFBackend(cfg, sampler, name=f"lab-lm/{folder.name}", detokenize=lab_text)
+
+
+def lab_backend(cfg) -> Backend:
+    """``lab`` or ``lab-lm`` by ``cfg.backend``."""
+    return LabBackend(cfg) if cfg.backend == "lab" else lab_lm_backend(cfg)

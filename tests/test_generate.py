@@ -1,0 +1,171 @@
+"""``prmkit generate``: the hf backend on a tiny local model, records, resume, shards, prompts, the CLI.
+
+The model is a tiny Llama built from a config and saved to a folder, so every test goes through the
+real ``from_pretrained`` path; its weights are random (what is tested is how it is sampled, not what it says).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from prmkit.generate import GenerateConfig, generate_file, split_steps
+from prmkit.generate.backend import Backend, GenerationError, Sample
+from prmkit.generate.hf import HFBackend, top_p_filter
+from prmkit.generate.run import part_path
+from prmkit.io import read_solutions, write_records
+from prmkit.schema import Problem, Solution
+
+PROBLEMS = [Problem(f"{a} + {b} =", answer=str(a + b), id=f"p{a}-{b}") for a, b in [(1, 2), (13, 4), (7, 7), (2, 9)]]
+
+
+@pytest.fixture(scope="module")
+def lm_dir(tiny_lm):
+    return tiny_lm
+
+
+@pytest.fixture
+def problems_file(tmp_path):
+    path = tmp_path / "problems.jsonl"
+    write_records(path, PROBLEMS)
+    return path
+
+
+def texts(samples):
+    return [[s.text for s in per] for per in samples]
+
+
+def test_batched_equals_one_at_a_time_and_seed_decides(lm_dir):
+    cfg = GenerateConfig(model=str(lm_dir), n=3, max_new_tokens=12)
+    one = HFBackend.from_config(GenerateConfig(**{**cfg.__dict__, "batch_size": 1})).generate(PROBLEMS, 3)
+    many = HFBackend.from_config(GenerateConfig(**{**cfg.__dict__, "batch_size": 16})).generate(PROBLEMS, 3)
+    other = HFBackend.from_config(GenerateConfig(**{**cfg.__dict__, "seed": 1})).generate(PROBLEMS, 3)
+    assert texts(one) == texts(many)
+    assert texts(one) != texts(other)
+    assert len({t for per in texts(one) for t in per}) == 12  # 12 different samples, not one repeated
+    ends = [(s.tokens, s.finish_reason) for per in one for s in per]
+    assert all(t <= 12 and (t == 12) == (reason == "length") for t, reason in ends)  # EOS or the token budget
+    assert sum(reason == "length" for _, reason in ends) >= 6
+
+
+def test_greedy_is_the_argmax_and_top_p_keeps_the_head(lm_dir):
+    import torch
+
+    greedy = HFBackend.from_config(GenerateConfig(model=str(lm_dir), temperature=0, max_new_tokens=5))
+    a, b = greedy.generate(PROBLEMS[:1], 2)[0]
+    assert a.text == b.text  # no noise at temperature 0
+    scores = torch.tensor([[3.0, 2.0, 1.0, -5.0]])
+    kept = torch.isfinite(top_p_filter(scores, 0.8))[0].tolist()
+    assert kept == [True, True, False, False]  # 0.67 then 0.91 of the mass: two tokens reach 0.8
+
+
+def test_complete_continues_a_prefix_through_the_formatter(lm_dir):
+    from prmkit.model.formatter import encode
+
+    b = HFBackend.from_config(GenerateConfig(model=str(lm_dir), max_new_tokens=6, marker=""))
+    ids = b.prompt_ids(PROBLEMS[0], ["1 + 2 = 3"])
+    assert ids == encode(b.sampler.tokenizer, PROBLEMS[0].problem, ["1 + 2 = 3"], b.fmt).input_ids
+    assert b.sampler.tokenizer.decode(ids, skip_special_tokens=True) == "1 + 2 =\n1 + 2 = 3\n"
+    out = b.complete(PROBLEMS[0], ["1 + 2 = 3"], 2)
+    assert len(out) == 2 and out[0].text != out[1].text
+
+
+def test_records_are_split_graded_and_described(lm_dir, problems_file, tmp_path):
+    out = tmp_path / "out.jsonl.gz"
+    cfg = GenerateConfig(model=str(lm_dir), n=2, max_new_tokens=8, temperature=0.7, progress=False)
+    summary = generate_file(problems_file, out, cfg)
+    sols = list(read_solutions(out))
+    assert summary["written"] == len(sols) == 8
+    assert summary["tokens"] == sum(s.meta["generation"]["tokens"] for s in sols) > 40
+    assert [s.id for s in sols[:2]] == ["p1-2/0-0", "p1-2/0-1"]
+    assert sols[0].generator.name == str(lm_dir)
+    assert sols[0].generator.sampling["temperature"] == 0.7 and sols[0].generator.sampling["backend"] == "hf"
+    assert set(sols[0].meta["generation"]) == {"finish_reason", "tokens"}
+    assert {s.grade for s in sols} <= {"incorrect", "unparseable", "correct"}
+    assert not part_path(out).exists()
+
+
+class ScriptedBackend(Backend):
+    """Samples whose text is known (an answer line), dying after ``die_after`` generate calls."""
+
+    name = "scripted"
+
+    def __init__(self, die_after: int | None = None):
+        self.calls, self.die_after, self.asked = 0, die_after, []
+
+    def generate(self, problems, n):
+        self.calls += 1
+        if self.die_after is not None and self.calls > self.die_after:
+            raise GenerationError("server went away")
+        self.asked += [p.id for p in problems]
+        return [[Sample(f"{p.problem} {j}\n# Answer\n\n{p.answer if j == 0 else 0}", 5, "stop") for j in range(n)]
+                for p in problems]
+
+
+def test_a_killed_run_keeps_its_samples_and_a_rerun_never_duplicates(problems_file, tmp_path):
+    out = tmp_path / "out.jsonl"
+    cfg = GenerateConfig(backend="lab", n=3, flush_every=1, progress=False)
+    logs = []
+    with pytest.raises(GenerationError, match="server went away"):
+        generate_file(problems_file, out, cfg, backend=ScriptedBackend(die_after=2), log=logs.append)
+    assert not out.exists() and "rerun resumes" in logs[0]
+    kept = [json.loads(line)["id"] for line in part_path(out).read_text().splitlines()]
+    assert len(kept) == 6  # the two problems finished before the failure
+    with open(part_path(out), "a") as f:
+        f.write('{"id": "p7-7/0-0", "torn')  # a writer killed mid-line
+    again = ScriptedBackend()
+    summary = generate_file(problems_file, out, cfg, backend=again)
+    assert again.asked == ["p7-7", "p2-9"] and summary["written"] == 6
+    sols = list(read_solutions(out))
+    assert [s.id for s in sols] == [f"{p.id}/0-{j}" for p in PROBLEMS for j in range(3)]
+    assert [s.grade for s in sols[:3]] == ["correct", "incorrect", "incorrect"]
+    assert sols[0].texts == ["1 + 2 = 0", "# Answer\n\n3"]
+    assert generate_file(problems_file, out, cfg, backend=ScriptedBackend())["written"] == 0
+
+
+def test_shards_partition_the_problems(problems_file, tmp_path):
+    ids = []
+    for i in range(3):
+        cfg = GenerateConfig(backend="lab", n=1, shard=f"{i}/3", progress=False)
+        generate_file(problems_file, tmp_path / f"s{i}.jsonl", cfg, backend=ScriptedBackend())
+        ids += [s.id for s in read_solutions(tmp_path / f"s{i}.jsonl")]
+    assert sorted(ids) == sorted(f"{p.id}/0-0" for p in PROBLEMS)
+
+
+def test_few_shot_prompt_from_a_recipe_file(lm_dir, tmp_path):
+    shots = tmp_path / "shots.jsonl"
+    write_records(shots, [Solution.from_steps("1 + 1 =", ["1 + 1 = 2", "# Answer\n\n2"])])
+    cfg = GenerateConfig(model=str(lm_dir), prompt="Q: {problem}", few_shot=str(shots), few_shot_n=1, marker="")
+    b = HFBackend.from_config(cfg)
+    text = b.sampler.tokenizer.decode(b.prompt_ids(PROBLEMS[0], []), skip_special_tokens=True)
+    assert text == "Q: 1 + 1 =\n1 + 1 = 2\n# Answer\n\n2\n\nQ: 1 + 2 =\n"
+    with pytest.raises(ValueError, match="few_shot_n is 2"):
+        HFBackend.from_config(GenerateConfig(**{**cfg.__dict__, "few_shot_n": 2}))
+
+
+def test_the_cli_reads_a_math_file_and_a_recipe(lm_dir, tmp_path, capsys):
+    from prmkit.cli import main
+
+    src = tmp_path / "math.jsonl"
+    src.write_text(json.dumps({"problem": "What is $1+1$?", "solution": "$\\boxed{2}$", "unique_id": "t/1"}) + "\n")
+    recipe = tmp_path / "gen.yaml"
+    recipe.write_text(f"backend: hf\nmodel: {lm_dir}\nn: 2\nmax_new_tokens: 4\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["generate", "--from", "math", "--recipe", str(recipe), "--n", "3", "--no-progress",
+                 str(src), str(out)]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["written"] == 3
+    sols = list(read_solutions(out))
+    assert [s.id for s in sols] == ["t/1/0-0", "t/1/0-1", "t/1/0-2"] and sols[0].problem.answer == "2"
+    assert main(["generate", "--backend", "hf", str(src), str(out)]) == 2  # no --model: a clear error
+
+
+@pytest.mark.parametrize("text, mode, steps", [
+    ("a\n\nb\n# Answer\n\n5\n", "newline", ["a", "b", "# Answer\n\n5"]),
+    ("a\nb\n\nc", "blank", ["a\nb", "c"]),
+    ("a ;; b ;; # Answer\n\n1", "custom", ["a", "b", "# Answer\n\n1"]),
+    ("no answer here", "newline", ["no answer here"]),
+    ("x # Answer is not a closing line\ny", "newline", ["x # Answer is not a closing line", "y"]),
+])
+def test_split_steps_modes(text, mode, steps):
+    assert split_steps(text, mode, separator=" ;; ") == steps

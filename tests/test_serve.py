@@ -1,0 +1,208 @@
+"""``prmkit serve`` and the ``openai`` backend: the official ``openai`` client against a real loopback server.
+
+The generator is a tiny causal LM saved to a folder (random weights), the scorer a tiny PRM trained a
+few steps; the faults (refused connections, 500s, malformed and truncated replies) come from small
+real servers on loopback.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import numpy as np
+import openai
+import pytest
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse, Response
+
+from prmkit.generate import GenerateConfig, GenerationError, generate_file
+from prmkit.generate.remote import OpenAIBackend
+from prmkit.generate.run import part_path
+from prmkit.io import read_solutions, write_records
+from prmkit.model.toydata import make_solutions
+from prmkit.schema import Problem
+from prmkit.serve import background, free_port
+from prmkit.serve.app import ServeConfig, Service
+
+PROBLEMS = [Problem(f"{a} + {b} =", answer=str(a + b), id=f"p{a}") for a, b in [(1, 2), (13, 4), (7, 7)]]
+
+
+@pytest.fixture(scope="module")
+def prm_dir(tmp_path_factory):
+    from prmkit.train.config import TrainConfig
+    from prmkit.train.loop import train
+
+    folder = tmp_path_factory.mktemp("prm")
+    write_records(folder / "train.jsonl", make_solutions(64, seed=1))
+    train(TrainConfig(data=str(folder / "train.jsonl"), out=str(folder / "model"), max_steps=4, batch_size=8,
+                      eval_fraction=0, save_every=0, progress=False, tensorboard=False))
+    return folder / "model"
+
+
+@pytest.fixture(scope="module")
+def service(tiny_lm, prm_dir):
+    svc = Service(ServeConfig(generator=str(tiny_lm), scorer=str(prm_dir), name="tiny", max_batch=64))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="module")
+def url(service):
+    with background(service) as u:
+        yield u
+
+
+def client(url, **kw):
+    return openai.OpenAI(base_url=url, api_key="none", **kw)
+
+
+def test_completions_through_the_official_client(url):
+    c = client(url)
+    assert [m.id for m in c.models.list().data] == ["tiny"]
+    r = c.completions.create(model="tiny", prompt="1 + 2 =\n", n=3, max_tokens=6, seed=7)
+    assert len(r.choices) == 3 and len({ch.text for ch in r.choices}) == 3
+    assert r.usage.completion_tokens <= 18 and r.usage.prompt_tokens > 0
+    again = c.completions.create(model="tiny", prompt="1 + 2 =\n", n=3, max_tokens=6, seed=7)
+    assert [ch.text for ch in again.choices] == [ch.text for ch in r.choices]
+    chat = c.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "1 + 2 ="}], n=2,
+                                     max_tokens=4, seed=7)
+    assert len(chat.choices) == 2 and isinstance(chat.choices[0].message.content, str)
+    with pytest.raises(openai.BadRequestError, match="above this server's limit"):
+        c.completions.create(model="tiny", prompt="x", max_tokens=10**6)
+
+
+def test_no_request_lost_or_duplicated_under_32_concurrent_clients(url, service):
+    c = client(url)
+
+    def ask(seed):
+        r = c.completions.create(model="tiny", prompt=f"{seed % 7} + 1 =\n", n=2, max_tokens=8, seed=seed)
+        return [ch.text for ch in r.choices]
+
+    calls = service.gen_batcher.calls
+    with ThreadPoolExecutor(32) as pool:
+        together = list(pool.map(ask, range(32)))
+    batched_calls = service.gen_batcher.calls - calls
+    alone = [ask(seed) for seed in range(32)]
+    assert together == alone  # every client got its own samples, whatever else was in the batch
+    assert len({t for pair in together for t in pair}) == 64
+    assert batched_calls < 32  # concurrent requests shared model calls
+
+
+def test_score_endpoint_equals_the_in_process_scorer(url, prm_dir):
+    from prmkit.schema import Solution
+    from prmkit.score import Scorer
+
+    sols = make_solutions(6, seed=3)
+    body = {"solutions": [{"problem": s.problem.problem, "steps": s.texts} for s in sols]}
+    got = httpx.post(url + "/score", json=body, timeout=30).json()
+    scorer = Scorer(prm_dir, device="cpu")
+    for s, served in zip(sols, got["solutions"]):
+        ref = Solution.from_steps(s.problem.problem, s.texts)
+        scorer.annotate(ref, scorer.probabilities([s.problem.problem], [s.texts])[0])
+        assert served["scores"].keys() == ref.scores.keys() and "prm_min" in served["scores"]
+        np.testing.assert_allclose([v for v in served["scores"].values()], list(ref.scores.values()), atol=1e-5)
+        np.testing.assert_allclose([d["p_correct"] for d in served["steps"]], [st.scores["p_correct"] for st in ref.steps],
+                                   atol=1e-5)
+    bad = httpx.post(url + "/score", json={"problem": "x"}, timeout=30)
+    assert bad.status_code == 422 and "steps" in bad.text
+
+
+def test_openai_backend_against_prmkit_serve_resumes(url, tmp_path):
+    src, out = tmp_path / "problems.jsonl", tmp_path / "out.jsonl"
+    write_records(src, PROBLEMS)
+    cfg = GenerateConfig(backend="openai", model="tiny", base_url=url, n=4, max_new_tokens=8, progress=False)
+    summary = generate_file(src, out, cfg)
+    sols = list(read_solutions(out))
+    assert summary["written"] == 12 and [s.id for s in sols[:2]] == ["p1/0-0", "p1/0-1"]
+    assert sols[0].generator.name == "tiny" and sols[0].generator.sampling["backend"] == "openai"
+    first = [s.texts for s in sols]
+    out.unlink()
+    generate_file(src, out, cfg)
+    assert [s.texts for s in read_solutions(out)] == first  # the seed decides the samples
+
+
+def fault_app(mode: str, fail_after: int = 0) -> FastAPI:
+    """A server that answers ``fail_after`` completions well (n copies of "x = 1"), then fails as ``mode``."""
+    app = FastAPI()
+    app.state.calls = 0
+
+    @app.post("/v1/completions")
+    async def completions(body: dict):
+        app.state.calls += 1
+        good = {"id": "c", "object": "text_completion", "created": 0, "model": "m",
+                "choices": [{"index": i, "text": "x = 1\n# Answer\n\n1", "finish_reason": "stop", "logprobs": None}
+                            for i in range(body["n"])]}
+        if app.state.calls <= fail_after:
+            return good
+        if mode == "500":
+            return JSONResponse({"error": {"message": "model exploded"}}, status_code=500)
+        if mode == "few-choices":
+            return {**good, "choices": good["choices"][:1]}
+        if mode == "not-json":
+            return Response("<html>gateway</html>", media_type="application/json")
+        return Response(json.dumps(good)[:40], media_type="application/json")  # truncated
+
+    return app
+
+
+@pytest.mark.parametrize("mode, message", [
+    ("500", r"HTTP 500 after 1 retries: .*model exploded"),
+    ("few-choices", "malformed response: expected 2 choices, got 1"),
+    ("not-json", "malformed response"),
+    ("truncated", "malformed response"),
+])
+def test_faults_name_what_failed(mode, message):
+    with background(fault_app(mode)) as u:
+        cfg = GenerateConfig(backend="openai", model="m", base_url=u, n=2, retries=1)
+        with pytest.raises(GenerationError, match=message) as e:
+            OpenAIBackend(cfg).complete(PROBLEMS[0], [], 2)
+    assert f"{u}/completions, problem p1" in str(e.value)
+
+
+def test_an_unreachable_server_is_named():
+    u = f"http://127.0.0.1:{free_port()}/v1"
+    cfg = GenerateConfig(backend="openai", model="m", base_url=u, retries=1, timeout=5)
+    with pytest.raises(GenerationError, match=r"connection failed after 1 retries"):
+        OpenAIBackend(cfg).complete(PROBLEMS[0], [], 1)
+
+
+def test_a_server_dying_mid_run_loses_nothing(tmp_path):
+    src, out = tmp_path / "problems.jsonl", tmp_path / "out.jsonl"
+    write_records(src, PROBLEMS)
+    with background(fault_app("500", fail_after=2)) as u:
+        cfg = GenerateConfig(backend="openai", model="m", base_url=u, n=2, retries=0, concurrency=1,
+                             flush_every=1, progress=False)
+        with pytest.raises(GenerationError, match="HTTP 500"):
+            generate_file(src, out, cfg, log=lambda _: None)
+    assert len(part_path(out).read_text().splitlines()) == 4
+    with background(fault_app("500", fail_after=99)) as u:
+        summary = generate_file(src, out, GenerateConfig(**{**cfg.__dict__, "base_url": u}))
+    assert summary["written"] == 2
+    assert [s.id for s in read_solutions(out)] == [f"{p.id}/0-{j}" for p in PROBLEMS for j in range(2)]
+
+
+def test_the_serve_command_listens_on_loopback(tiny_lm):
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "prmkit", "serve", "--generator", str(tiny_lm), "--port", str(port)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        line = proc.stdout.readline()
+        while "prmkit serve:" not in line and proc.poll() is None:
+            line = proc.stdout.readline()
+        assert f"http://127.0.0.1:{port}/v1" in line
+        for _ in range(100):
+            try:
+                health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).json()
+                break
+            except httpx.TransportError:
+                import time
+
+                time.sleep(0.1)
+        assert health == {"status": "ok", "generator": True, "scorer": False}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

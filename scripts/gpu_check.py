@@ -15,7 +15,9 @@ What it does, each stage timed and written to ``OUT/gpu_check.json``:
 4. ``prmkit score`` of the held-out pool with both models (bf16 on CUDA), then step AUROC against the
    oracle and best-of-16 of PRM, ORM and majority voting;
 5. the GPU-marked tests (``-k gpu``): CPU and GPU scores agree; a bf16 run trains and saves;
-6. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
+6. generation (``prmkit generate``) of 100 problems x 16 samples from the base folder: the ``hf``
+   backend on the device (bf16), and the ``vllm`` backend where vLLM is installed, samples/s and tokens/s;
+7. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
    product path as on a CPU (base pretraining, PRM and ORM with surprise features, scoring), with its
    headline numbers and wall time per stage.
 """
@@ -130,6 +132,28 @@ def evaluate(out: Path) -> dict:
                                                                "pass@16", "first_acc") if k in m}}
 
 
+def generate(out: Path, gpus: int, log: Path) -> dict:
+    """``prmkit generate`` from the base folder: hf on the device, and vllm where it is installed."""
+    import importlib.util
+
+    from prmkit.io import read_solutions, write_records
+
+    problems = out / "problems.jsonl"
+    write_records(problems, list({s.problem.problem: s.problem for s in read_solutions(out / "heldout.jsonl")}.values()))
+    res = {}
+    backends = ["hf"] + (["vllm"] if gpus and importlib.util.find_spec("vllm") else [])
+    for backend in backends:
+        target = out / f"generated-{backend}.jsonl"
+        cmd = [sys.executable, "-m", "prmkit", "generate", "--backend", backend, "--model", str(out / "base"),
+               "--n", "16", "--max-new-tokens", "128", "--batch-size", "256", "--no-progress", str(problems), str(target)]
+        seconds = sh(cmd + (["--device", "cuda"] if backend == "hf" and gpus else []), log)
+        summary = json.loads(log.read_text().strip().splitlines()[-1])
+        res[backend] = {"wall_seconds": round(seconds, 1), **{k: summary[k] for k in ("written", "samples_per_s",
+                                                                                      "tokens_per_s")}}
+    res["vllm"] = res.get("vllm", "not installed" if gpus else "no GPU")
+    return res
+
+
 def lab_quick(out: Path, gpus: int, log: Path) -> dict:
     """``prmkit lab run --preset quick --seeds 0`` on the device; its headline and stage wall times."""
     run = out / "lab-quick"
@@ -166,11 +190,11 @@ def main() -> int:
               ("train_prm", lambda: train(out, "prm", args, gpus, log)),
               ("train_orm", lambda: train(out, "orm", args, gpus, log)),
               ("score_prm", lambda: score(out, "prm", gpus, log)), ("score_orm", lambda: score(out, "orm", gpus, log)),
-              ("evaluate", lambda: evaluate(out))]
+              ("evaluate", lambda: evaluate(out)), ("generate", lambda: generate(out, gpus, log))]
     if args.tests == "true":
         stages.append(("gpu_tests", lambda: {"wall_seconds": round(sh(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "gpu",
-             "tests/test_score_equivalence.py", "tests/test_train_ddp.py"], log), 1)}))
+             "tests/test_score_equivalence.py", "tests/test_train_ddp.py", "tests/test_generate_gpu.py"], log), 1)}))
     if args.lab == "true":
         stages.append(("lab_quick", lambda: lab_quick(out, gpus, log)))
     for name, fn in stages:

@@ -42,6 +42,9 @@ class Backend:
     problems pays); ``name`` goes into every record's ``generator.name``."""
 
     name = "backend"
+    cfg = None
+    """The backend's :class:`~prmkit.generate.config.GenerateConfig`, as it prompts: a backend may set its
+    own layout (``lab-lm`` prompts in the lab's), and samples are split into steps by this one."""
 
     def generate(self, problems: list[Problem], n: int) -> list[list[Sample]]:
         """``n`` samples of each problem (from its start)."""

@@ -68,13 +68,14 @@ def lab_text(text: str) -> str:
     return re.sub(r" ?\n ?", "\n", text).replace("\n<step> ", "\n<step>")
 
 
-def lab_lm_backend(cfg, progress: bool = False, log=print):
-    """The lab preset's base model (pretrained if not cached) as an :class:`~prmkit.generate.hf.HFBackend`."""
+def lab_lm_backend(cfg, progress: bool = False, log=print, lab=None):
+    """The base model of the lab preset ``cfg.model`` (or of the LabConfig ``lab``), pretrained if not
+    cached, as an :class:`~prmkit.generate.hf.HFBackend`."""
     from prmkit.generate.hf import HFBackend, Sampler
     from prmkit.lab.base import ensure_base
     from prmkit.lab.config import lab_format
 
-    lab = lab_preset(cfg)
+    lab = lab or lab_preset(cfg)
     folder = ensure_base(lab, progress=progress, log=log, device=cfg.device)
     fmt = lab_format(lab.base.max_length)
     cfg = dataclasses.replace(cfg, separator=fmt.separator, marker=fmt.marker, problem_suffix=fmt.problem_suffix,

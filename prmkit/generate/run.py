@@ -107,7 +107,7 @@ def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateC
             chunks = iter(todo)
             while chunk := list(islice(chunks, cfg.flush_every)):
                 samples = backend.generate([p for _, p in chunk], cfg.n)
-                stats.add(_write_chunk(f, chunk, samples, done, cfg, generator))
+                stats.add(_write_chunk(f, chunk, samples, done, backend.cfg or cfg, generator))
     except BaseException:
         log(f"prmkit generate: stopped; finished samples are kept in {part} and a rerun resumes from them")
         raise

@@ -97,6 +97,10 @@ unlabelled generator output for pretraining the lab's base model, of both famili
 family's pretraining problems are not its evaluation problems). Each split has its own problems."""
 
 
+POLICIES = ("rules", "lm")
+"""What can sample the lab's pools (:attr:`LabConfig.policy`)."""
+
+
 @dataclass(frozen=True)
 class LabConfig:
     """Everything that decides the lab's data. Sizes are problems x samples per problem."""
@@ -111,6 +115,11 @@ class LabConfig:
     """How solutions are sampled and how they fail."""
     labellers: LabellerConfig = field(default_factory=LabellerConfig)
     """The simulated labellers of the train split."""
+    policy: str = "rules"
+    """What samples the eval, train and ood pools: ``rules``, the rule-based generator (exact to its
+    design, instant); ``lm``, the lab's base model sampled at temperature 1 (``prmkit generate --backend
+    lab-lm``: a policy with weights, what search and RL can optimise). The base is pretrained on the
+    rule-based generator's output either way."""
     eval_problems: int = 300
     """Held-out problems for best-of-N."""
     eval_samples: int = 64
@@ -156,6 +165,8 @@ class LabConfig:
             least = 0 if f.name.startswith("ood_pretrain") else 1
             if f.name.endswith(("_problems", "_samples")) and getattr(self, f.name) < least:
                 raise ValueError(f"{f.name} must be at least {least}, got {getattr(self, f.name)}")
+        if self.policy not in POLICIES:
+            raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
         if self.orm_ratio < 1:
             raise ValueError(f"orm_ratio must be at least 1, got {self.orm_ratio}")
         budgets = tuple(int(b) for b in self.label_budgets)

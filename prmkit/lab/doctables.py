@@ -120,6 +120,37 @@ def stats_table(summary: dict) -> str:
     return markdown(["pool", "seed", *(name for _, name in STATS_COLUMNS)], rows)
 
 
+POLICY_ROWS = (("pass@1", "pass@1"), ("maj_acc@64", "majority@64"), ("pass@64", "pass@64"),
+               ("maj_wrong_pass_right", "majority wrong, a sample right"),
+               ("right_answer_wrong_step", "right answer, wrong step"), ("wrong_step_solutions", "a wrong step"),
+               ("wrong_steps", "wrong steps (of all steps)"), ("neutral_steps", "neutral steps"),
+               ("no_answer", "no answer"), ("misread.less", "misread: less"), ("misread.twice", "misread: twice"),
+               ("misread.again", "misread: again"), ("misread.undo", "misread: undo"),
+               ("steps_per_solution", "steps per solution"), ("tokens_per_solution", "tokens per solution"))
+
+
+def policy_table(summary: dict) -> str:
+    """The lm policy's rates beside the rule-based generator's, per pool: mean over the seeds [min, max]."""
+    def cell(per_seed: dict, key: str) -> str:
+        values = [_dotted(per_seed[str(s)], key) for s in summary["seeds"]]
+        if any(v is None for v in values):
+            return "-"
+        scale, fmt = (1, "{:.2f}") if key.endswith("solution") else (100, "{:.1f}")
+        lo, hi, mean = (fmt.format(scale * v) for v in (min(values), max(values), sum(values) / len(values)))
+        return f"{mean} [{lo}, {hi}]"
+
+    header = ["rate"] + [f"{POOL_NAMES[split]}, {who}" for split in ("eval", "ood") for who in ("rules", "lm")]
+    rows = [[name] + [cell(src[split], key) for split in ("eval", "ood") for src in (summary["rules"], summary)]
+            for key, name in POLICY_ROWS]
+    return markdown(header, rows)
+
+
+def _dotted(d: dict, key: str):
+    for part in key.split("."):
+        d = d.get(part) if isinstance(d, dict) else None
+    return d
+
+
 def markdown(header: list[str], rows: list[list[str]]) -> str:
     """A markdown table of text cells."""
     return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header),
@@ -160,6 +191,7 @@ TABLES = {
     "lab-sweep": sweep_table,
     "lab-stats-eval": lambda s: stats_block(s, "eval"),
     "lab-stats": stats_table,
+    "lab-policy": policy_table,
     "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s["auroc_spread"])),
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},

@@ -23,4 +23,37 @@ def generate_pool(config: LabConfig, seed: int, split: str = "eval", problems: i
     """
     n_problems, n_samples = config.sizes(split)
     probs = make_problems(config.family(split), problems or n_problems, seed, split)
+    if config.policy == "lm" and split not in PRETRAIN_SPLITS:
+        return sample_lm(config, probs, samples or n_samples, seed)
     return generate(probs, config.generator, samples or n_samples, seed)
+
+
+PRETRAIN_SPLITS = ("pretrain", "ood_pretrain")
+"""Splits the base model reads: always the rule-based generator's (the base *is* the ``lm`` policy)."""
+
+LM_SAMPLING = {"temperature": 1.0, "max_new_tokens": 256, "batch_size": 64}
+"""How the ``lm`` policy samples: the base's own distribution, room for the held-out family's longest
+solutions, rows per ``generate`` call on a CPU."""
+
+
+def sample_lm(config: LabConfig, problems: list, samples: int, seed: int, progress: bool = False) -> list[Solution]:
+    """``samples`` solutions of each problem from the lab's base model (``prmkit generate --backend lab-lm``),
+    graded by the lab's oracle as the rule-based pools are."""
+    from prmkit.generate.config import GenerateConfig
+    from prmkit.generate.labgen import lab_lm_backend
+    from prmkit.generate.run import sample_id, to_solution
+    from prmkit.lab.oracle import grade_answer
+    from prmkit.schema import Generator
+
+    cfg = GenerateConfig(backend="lab-lm", seed=seed, n=samples, progress=progress, **LM_SAMPLING)
+    backend = lab_lm_backend(cfg, log=lambda _: None, lab=config)
+    gen = Generator(backend.name, {"backend": "lab-lm", **cfg.sampling})
+    out = []
+    for start in range(0, len(problems), 8):
+        chunk = problems[start:start + 8]
+        for i, (problem, per) in enumerate(zip(chunk, backend.generate(chunk, samples))):
+            for j, sample in enumerate(per):
+                sol = to_solution(problem, sample_id(problem, start + i, seed, j), sample, backend.cfg, gen)
+                sol.grade = grade_answer(problem, sol.answer)
+                out.append(sol)
+    return out

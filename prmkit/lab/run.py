@@ -343,7 +343,8 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     try:
         sd = {s: run_dir / f"seed-{s}" for s in seeds}
         data_key = {s: key_of(cfg.domain, cfg.ood, cfg.generator, cfg.labellers,
-                              [cfg.sizes(x) for x in ("eval", "train", "ood")], s, cfg.orm_ratio) for s in seeds}
+                              [cfg.sizes(x) for x in ("eval", "train", "ood")], s, cfg.orm_ratio,
+                              *([cfg.policy] if cfg.policy != "rules" else [])) for s in seeds}
         runner.stage("data", [(str(sd[s] / "data"), data_key[s], job_data, cfg, s) for s in seeds])
         from prmkit.lab.base import base_key
 

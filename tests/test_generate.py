@@ -169,3 +169,21 @@ def test_the_cli_reads_a_math_file_and_a_recipe(lm_dir, tmp_path, capsys):
 ])
 def test_split_steps_modes(text, mode, steps):
     assert split_steps(text, mode, separator=" ;; ") == steps
+
+
+def test_the_few_shot_recipe_in_the_repository_prompts_in_the_papers_format(lm_dir):
+    from pathlib import Path
+
+    from prmkit.config import read_recipe
+    from prmkit.generate.prompt import load_shots, prompt_text
+    from prmkit.train.config import resolve
+
+    root = Path(__file__).resolve().parents[1]
+    recipe = read_recipe(root / "recipes" / "generate-fewshot.yaml")
+    recipe["few_shot"] = str(root / recipe["few_shot"])
+    cfg = resolve(GenerateConfig, recipe, {"model": str(lm_dir)})
+    shots = load_shots(cfg)
+    text = prompt_text("What is 2+3?", [], cfg, shots)
+    assert text.startswith("Problem: What is the sum of the first 10 positive odd integers?\nSolution:\nThe first")
+    assert text.endswith("# Answer\n\n6\n\nProblem: What is 2+3?\nSolution:\n")
+    assert cfg.stop == ["\nProblem:"] and HFBackend.from_config(cfg).generate(PROBLEMS[:1], 2)

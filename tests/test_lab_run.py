@@ -9,6 +9,7 @@ the issue's targets on those three seeds.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 import os
 import subprocess
 import sys
@@ -399,3 +400,33 @@ def test_evaluate_scored_runs_the_sweep_where_its_columns_exist(tmp_path):
     assert set(a["sweep"]) == {"500"} and b["sweep"] == {}
     assert a["headline"]["N"] == 8 and a["headline"]["prm_step_auroc"] == 1.0
     assert a["headline"]["label_free@8"] == max(a["headline"]["likelihood_mean@8"], a["headline"]["likelihood_min@8"])
+
+
+def _pretrain_in(cache: str, queue) -> None:
+    import os
+
+    from prmkit.lab.base import ensure_base
+
+    os.environ["PRMKIT_CACHE"] = cache
+    said = []
+    cfg = preset("quick").replace({"pretrain_problems": 8, "ood_pretrain_problems": 2, "base.hidden_size": 32,
+                                   "base.intermediate_size": 64, "base.layers": 1, "base.heads": 2, "base.steps": 20,
+                                   "base.batch_size": 4, "base.warmup": 1})
+    folder = ensure_base(cfg, progress=False, log=said.append)
+    queue.put((str(folder), len(said)))
+
+
+def test_two_clones_sharing_a_cache_pretrain_a_base_once(tmp_path):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_pretrain_in, args=(str(tmp_path), queue)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    results = [queue.get(timeout=300) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+    assert results[0][0] == results[1][0]  # one folder, one key
+    assert sorted(n for _, n in results) == [0, 1]  # one process pretrained it; the other waited and found it
+    assert [p.name for p in (tmp_path / "lab-base").iterdir() if not p.name.startswith(".")] == [Path(results[0][0]).name]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 
 from prmkit.cli import HelpFormatter
 
@@ -43,4 +44,21 @@ def run_score(args) -> int:
     cfg = resolve(ScoreConfig, None, {k: v for k, v in vars(args).items() if k in names})
     summary = score_file(args.model, args.input, args.output, cfg)
     print(json.dumps(summary))
+    warning = truncation_warning(summary["truncation"], args.model)
+    if warning:
+        print(warning, file=sys.stderr)
     return 0
+
+
+def truncation_warning(t: dict, model: str) -> str:
+    """A line for people when scoring truncated solutions (empty when none were).
+
+    >>> print(truncation_warning({"solutions_truncated": 2, "solutions": 10, "steps_lost": 5, "steps": 40}, "m")[:69])
+    warning: 2 of 10 solutions were longer than m takes (its max_length):
+    """
+    if not t.get("solutions_truncated"):
+        return ""
+    return (f"warning: {t['solutions_truncated']} of {t['solutions']} solutions were longer than {model} takes "
+            f"(its max_length): {t['steps_lost']} of {t['steps']} steps have no score, and those records carry "
+            "NAME_steps_lost; a solution with no step left has no solution score. Train the model with a larger "
+            "--max-length (0: the model's own limit)")

@@ -95,9 +95,10 @@ class GenerateConfig:
     @property
     def sampling(self) -> dict:
         """The settings a sample depends on, recorded in every record's ``generator.sampling``."""
-        keys = ("n", "temperature", "top_p", "max_new_tokens", "seed", "prompt", "few_shot", "few_shot_n",
-                "chat_template", "problem_suffix", "separator", "marker", "stop")
-        return {k: getattr(self, k) for k in keys if getattr(self, k) not in ("", [], 0) or k in ("seed", "n")}
+        always = ("n", "temperature", "top_p", "max_new_tokens", "seed", "prompt", "chat_template", "problem_suffix",
+                  "separator")
+        when_set = ("few_shot", "few_shot_n", "marker", "stop")
+        return {**{k: getattr(self, k) for k in always}, **{k: getattr(self, k) for k in when_set if getattr(self, k)}}
 
 
 def shard_of(text: str) -> tuple[int, int]:

@@ -98,6 +98,8 @@ def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateC
     previous = _ids_in(out) if cfg.resume and out.exists() else set()
     done = previous | finished_lines(part, lambda r: r["id"])
     todo = [(idx, p) for idx, p in mine if any(sample_id(p, idx, cfg.seed, j) not in done for j in range(cfg.n))]
+    if not todo and not part.exists():
+        return {"problems": len(mine), "problems_generated": 0, "written": 0, "skipped_already_done": len(done)}
     backend = backend or make_backend(cfg)
     generator = Generator(backend.name, {"backend": cfg.backend, **cfg.sampling})
     part.parent.mkdir(parents=True, exist_ok=True)

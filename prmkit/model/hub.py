@@ -71,11 +71,12 @@ class ModelCard:
 
 
 def load_base(base_model: str, head: HeadSpec, texts_for_tokenizer=None, vocab_size: int = 512, seed: int = 0,
-              head_dropout: float = 0.0):
+              head_dropout: float = 0.0, preset_positions: int | None = None):
     """(backbone, tokenizer) for ``base_model``: a preset built locally, or a name / folder loaded with
     ``from_pretrained`` as the head's auto class. Presets train their tokenizer on ``texts_for_tokenizer``.
     ``head_dropout`` is transformers' ``classifier_dropout`` before a classify/regress layer (Llama's own
-    default is 0.1, which makes a run depend on how its batches are split over processes)."""
+    default is 0.1, which makes a run depend on how its batches are split over processes).
+    ``preset_positions``: the position limit a preset is built with (its own default when None)."""
     import torch
     import transformers
 
@@ -84,6 +85,8 @@ def load_base(base_model: str, head: HeadSpec, texts_for_tokenizer=None, vocab_s
         if texts_for_tokenizer is None:
             raise ValueError(f"preset {base_model!r} needs texts to train its tokenizer on")
         drop = {"classifier_dropout": head_dropout} if extra else {}
+        if preset_positions:
+            drop["max_position_embeddings"] = preset_positions
         return build_preset(base_model, texts_for_tokenizer, head.auto_class, vocab_size, seed, **extra, **drop)
     tokenizer = transformers.AutoTokenizer.from_pretrained(base_model)
     torch.manual_seed(seed)  # a new classification layer is initialised from this seed

@@ -35,6 +35,11 @@ def _f(default, help: str, **kw):
     return field(default=default, metadata={"help": help, **kw})
 
 
+PRESET_CONTEXT = 4096
+"""Positions of a preset base (``tiny-llama``...) built with ``max_length`` 0: room for PRM800K and
+ProcessBench solutions, whose longest run to a few thousand tokens."""
+
+
 @dataclass
 class TrainConfig:
     """Everything one training run needs. ``prmkit train prm|orm --help`` lists the same fields as flags."""
@@ -42,7 +47,8 @@ class TrainConfig:
     kind: str = _f("prm", "prm (a target per step), orm (one target at the final token), or lm (next-token "
                    "pretraining of a causal LM on the solutions' text, e.g. a base for reward models)",
                    choices=KINDS)
-    data: str = _f("", "training data: prmkit JSONL (.gz ok)")
+    data: str = _f("", "training data: prmkit JSONL (.gz ok); several files comma-separated (PRM800K phase 1 "
+                   "and phase 2 together)")
     out: str = _f("", "output folder: the model, checkpoints/, metrics.jsonl")
     base_model: str = _f("tiny-llama", "a preset built locally (tiny-llama, tiny-qwen2) or a transformers "
                          "model name or folder")
@@ -87,7 +93,16 @@ class TrainConfig:
     marker: str = _f("<step>", "token ending every step (added when new; '' for none: the step's last token)")
     problem_suffix: str = _f("\n", "text between the problem and the first step")
     chat_template: bool = _f(False, "format the problem as a user turn with the tokenizer's chat template")
-    max_length: int = _f(512, "most tokens per solution; steps beyond are dropped and reported")
+    max_length: int = _f(0, "most tokens per solution; steps beyond are dropped and reported. 0: the model's "
+                         f"own limit (max_position_embeddings; a preset base is built with {PRESET_CONTEXT})")
+    max_steps_lost: float = _f(0.01, "refuse to train when truncation would drop more than this share of the "
+                               "training steps (the error names the max length that fits)")
+    allow_truncation: bool = _f(False, "train even when truncation drops more than --max-steps-lost of the steps")
+    allow_one_class: bool = _f(False, "train a PRM even when its targets hold one class only (it can learn the "
+                               "base rate only)")
+    alternatives: bool = _f(True, "PRM: a rated alternative of a step (PRM800K phase 1 rates several "
+                            "candidate next steps) is an example of its own: the chosen steps before it, then "
+                            "it, supervised there")
     vocab_size: int = _f(512, "tokenizer size for a preset base (trained on the training texts)")
     # optimisation
     max_steps: int = _f(200, "optimiser steps")
@@ -149,6 +164,8 @@ class TrainConfig:
             raise ValueError("early stopping evaluates every --eval-every steps: set eval_every > 0")
         if self.early_stop_patience > 0 and not self.eval_data and self.eval_fraction <= 0:
             raise ValueError("early stopping needs held-out labelled data: set eval_data or eval_fraction > 0")
+        if self.max_length < 0 or (0 < self.max_length < 2) or not 0 <= self.max_steps_lost <= 1:
+            raise ValueError("max_length must be 0 (auto) or at least 2, max_steps_lost in [0, 1]")
         if not 0 <= self.eval_fraction < 1:
             raise ValueError(f"eval_fraction {self.eval_fraction} must be in [0, 1)")
         bad = [a for a in self.aggregations if a not in AGGREGATIONS]
@@ -175,13 +192,16 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, 
         shown = ",".join(default) if isinstance(default, list) else "unset" if default is None else repr(default)
         kw = {"choices": f.metadata["choices"]} if "choices" in f.metadata else {}
         flag = "--" + f.name.replace("_", "-")
+        text = f.metadata["help"]
+        # a help that already says its default ("; default: the model kind") is not told it twice
+        default_note = "" if "default:" in text or "(default" in text else f"default: {shown}"
         if tp is bool:  # one grammar for switches everywhere: --x, --x true|false, --no-x
+            notes = "; ".join(n for n in (default_note, f"--no-{flag[2:]} to switch off") if n)
             parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, nargs="?", const="true",
-                                metavar="true|false", help=f"{f.metadata['help']} (default: {shown}; --no-"
-                                                           f"{flag[2:]} to switch off)")
+                                metavar="true|false", help=f"{text} ({notes})")
             parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const", const="false",
                                 default=argparse.SUPPRESS, help=argparse.SUPPRESS)
             continue
         meta = {list: "A,B"}.get(tp, f.name.upper())
         parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, metavar=meta,
-                            help=f"{f.metadata['help']} (default: {shown})", **kw)
+                            help=f"{text} ({default_note})" if default_note else text, **kw)

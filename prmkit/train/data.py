@@ -60,13 +60,19 @@ class DataReport:
     targets: Counter = field(default_factory=Counter)
     truncation: TruncationReport = field(default_factory=TruncationReport)
 
+    alternatives: int = 0
+
     def summary(self) -> str:
-        return (f"{self.examples} examples from {self.solutions} solutions ({self.no_targets} without a target "
-                f"after truncation/supervision); {self.supervised} supervised targets; {self.truncation.summary()}")
+        classes = ", ".join(f"{k} {v}" for k, v in sorted(self.targets.items()))
+        alts = f" (of them {self.alternatives} rated alternatives of a step)" if self.alternatives else ""
+        return (f"{self.examples} examples{alts} from {self.solutions} solutions ({self.no_targets} without a "
+                f"target after truncation/supervision); {self.supervised} supervised targets"
+                f"{f' ({classes})' if classes else ''}; {self.truncation.summary()}")
 
     def to_dict(self) -> dict:
         return {"solutions": self.solutions, "examples": self.examples, "no_targets": self.no_targets,
-                "supervised": self.supervised, "targets": dict(self.targets), "truncation": self.truncation.to_dict()}
+                "supervised": self.supervised, "targets": dict(self.targets), "alternatives": self.alternatives,
+                "truncation": self.truncation.to_dict()}
 
 
 def solution_targets(sol, kind: str, n_outputs: int, neutral: str, supervise: str, label_source: str,
@@ -84,24 +90,56 @@ def solution_targets(sol, kind: str, n_outputs: int, neutral: str, supervise: st
     return [None] * (len(sol.texts) - 1) + [soft_target(outcome, n_outputs)]
 
 
+def alternative_prefixes(sol) -> list[tuple[list[str], int]]:
+    """Every rated completion of a step that the solution did not continue with, as (the chosen steps
+    before it + it, its rating): PRM800K phase 1 rates several candidate next steps, and those off the
+    chosen path (most of its -1 ratings) are labelled steps too.
+
+    >>> from prmkit.schema import Completion, Solution, Step
+    >>> s = Solution.from_steps("q", ["a", "b"], ratings=[1, 1])
+    >>> s.steps[1].completions.append(Completion("b'", rating=-1))
+    >>> alternative_prefixes(s)
+    [(['a', "b'"], -1)]
+    """
+    out, before = [], []
+    for step in sol.steps:
+        for j, c in enumerate(step.completions):
+            if j != step.chosen and c.rating is not None and c is not step.taken:
+                out.append(([*before, c.text], c.rating))
+        if step.text is None:
+            break
+        before.append(step.text)
+    return out
+
+
 def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm", n_outputs: int = 2,
                    neutral: str = "positive", supervise: str = "first_error", label_source: str = "rating",
-                   outcome_source: str = "auto") -> tuple[list[Example], DataReport]:
+                   outcome_source: str = "auto", alternatives: bool = False) -> tuple[list[Example], DataReport]:
     """Format every solution with its targets. Solutions left with no supervised target are counted, not used.
 
     For an ORM whose last step is truncated away, the target is lost (counted in ``no_targets``).
+    ``alternatives`` (PRM): each of :func:`alternative_prefixes` is one more example, supervised at its last
+    step only (``index`` is its solution's).
     """
     solutions = list(solutions)
     report = DataReport()
-    out = []
     targets = [solution_targets(sol, kind, n_outputs, neutral, supervise, label_source, outcome_source)
                for sol in solutions]
-    encoded = encode_many(tokenizer, [(sol.problem.problem, sol.texts) for sol in solutions], fmt,
-                          [t or [None] * len(sol.texts) for sol, t in zip(solutions, targets)])
-    for i, enc in enumerate(encoded):
-        report.solutions += 1
+    rows = [(i, sol.problem.problem, sol.texts, t or [None] * len(sol.texts))
+            for i, (sol, t) in enumerate(zip(solutions, targets))]
+    n_main = len(rows)
+    if alternatives and kind == "prm":
+        for i, sol in enumerate(solutions):
+            for steps, rating in alternative_prefixes(sol):
+                last = step_targets([rating], n_outputs=n_outputs, neutral=neutral, supervise="all")[0]
+                rows.append((i, sol.problem.problem, steps, [None] * (len(steps) - 1) + [last]))
+    encoded = encode_many(tokenizer, [(p, steps) for _, p, steps, _ in rows], fmt, [t for *_, t in rows])
+    out = []
+    for k, ((i, *_), enc) in enumerate(zip(rows, encoded)):
+        report.solutions += k < n_main
         report.truncation.add(enc)
         ex = Example(enc.input_ids, enc.step_ends, enc.targets, i)
+        report.alternatives += k >= n_main and ex.n_supervised > 0
         if ex.n_supervised == 0:
             report.no_targets += 1
             continue

@@ -34,7 +34,7 @@ from prmkit.model.heads import (
 from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
 from prmkit.model.labels import p_correct
 from prmkit.train.checkpoints import best_dir, resume, save_checkpoint
-from prmkit.train.config import TrainConfig
+from prmkit.train.config import PRESET_CONTEXT, TrainConfig
 from prmkit.train.data import (
     build_examples,
     build_lm_examples,
@@ -68,9 +68,17 @@ class Run:
     scheduler: object = None
 
 
-def format_config(cfg: TrainConfig) -> FormatConfig:
+def format_config(cfg: TrainConfig, limit: int | None = None) -> FormatConfig:
+    """The formatter of ``cfg``; ``max_length`` 0 resolves to ``limit``, the model's own (or a preset's)."""
+    length = cfg.max_length or limit or PRESET_CONTEXT
     return FormatConfig(separator=cfg.separator, marker=cfg.marker or None, problem_suffix=cfg.problem_suffix,
-                        chat_template=cfg.chat_template, max_length=cfg.max_length)
+                        chat_template=cfg.chat_template, max_length=length)
+
+
+def model_limit(backbone) -> int | None:
+    """The most positions ``backbone`` takes (its config's ``max_position_embeddings``), if it says."""
+    limit = getattr(backbone.config, "max_position_embeddings", None)
+    return int(limit) if isinstance(limit, int) and limit > 1 else None
 
 
 def uses_cuda(device: str) -> bool:
@@ -106,9 +114,10 @@ def build_model(cfg: TrainConfig, texts: list[str]):
     switched on when batches are to be packed, LoRA applied when asked, a feature adapter when
     ``cfg.features`` names a source. The model is a :class:`RewardModel`, or for ``kind="lm"`` a
     :class:`NextTokenModel` (its head spec is the lm head's, unused)."""
-    fmt = format_config(cfg)
     head = HeadSpec("lm" if cfg.kind == "lm" else cfg.head, cfg.classes, list(cfg.label_tokens))
-    backbone, tokenizer = load_base(cfg.base_model, head, texts, cfg.vocab_size, cfg.seed, cfg.head_dropout)
+    backbone, tokenizer = load_base(cfg.base_model, head, texts, cfg.vocab_size, cfg.seed, cfg.head_dropout,
+                                    preset_positions=None if cfg.max_length else PRESET_CONTEXT)
+    fmt = format_config(cfg, model_limit(backbone))
     head = attach_tokens(backbone, tokenizer, head, fmt)
     packed = packing.choose(cfg.packing, backbone)
     new = list(getattr(backbone, "prmkit_new_parameters", ()))
@@ -140,7 +149,7 @@ def _apply_lora(backbone, cfg: TrainConfig, head: HeadSpec):
 
 def setup(cfg: TrainConfig, accelerator) -> Run:
     """Read and split the data, build the model and the examples (reports printed on the main process)."""
-    solutions = list(read_solutions(cfg.data))
+    solutions = [s for path in cfg.data.split(",") for s in read_solutions(path.strip())]
     if cfg.eval_data:
         train_sols, eval_sols = solutions, list(read_solutions(cfg.eval_data))
     else:
@@ -152,18 +161,52 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
         held, eval_report = build_lm_examples(eval_sols, tokenizer, fmt)
     else:
         kw = {"kind": cfg.kind, "n_outputs": cfg.classes, "neutral": cfg.neutral, "supervise": cfg.supervise,
-              "label_source": cfg.label_source, "outcome_source": cfg.outcome_source}
+              "label_source": cfg.label_source, "outcome_source": cfg.outcome_source, "alternatives": cfg.alternatives}
         train, report = build_examples(train_sols, tokenizer, fmt, **kw)
         held, eval_report = build_examples(eval_sols, tokenizer, fmt, **kw)
-    features = attach_features(cfg, tokenizer, [*train, *held], accelerator.device)
     accelerator.print(f"train: {report.summary()}")
     accelerator.print(f"eval: {eval_report.summary()}")
+    check_training_data(cfg, report, train_sols, tokenizer, fmt, model_limit(model.backbone))
+    features = attach_features(cfg, tokenizer, [*train, *held], accelerator.device)
     accelerator.print(f"batches: {'packed (no padding)' if packed else 'padded'}")
     group = cfg.batch_size * cfg.grad_accum * accelerator.num_processes
     if len(train) < group:
         raise ValueError(f"{len(train)} training examples, fewer than one optimiser step's {group} "
                          "(batch_size x grad_accum x processes)")
     return Run(cfg, accelerator, model, tokenizer, head, fmt, train, held, packed, features)
+
+
+def check_training_data(cfg: TrainConfig, report, solutions: list, tokenizer, fmt: FormatConfig,
+                        limit: int | None) -> None:
+    """Refuse data that would silently ruin the model, naming the fix: more than ``max_steps_lost`` of the
+    steps truncated away, or a PRM whose targets hold one class only."""
+    lost = report.truncation.share_lost
+    if lost > cfg.max_steps_lost and not cfg.allow_truncation:
+        longest = longest_solution(solutions, tokenizer, fmt)
+        room = f"the model takes {limit} positions" if limit else "the model states no position limit"
+        raise ValueError(
+            f"truncation would drop {report.truncation.steps_lost} of {report.truncation.steps} training steps "
+            f"({lost:.1%}, above --max-steps-lost {cfg.max_steps_lost:g}) at --max-length {fmt.max_length}; the "
+            f"longest solution is {longest} tokens and {room}. Train with --max-length {longest}"
+            f"{' on a model with a longer context' if limit and longest > limit else ''}, or pass --allow-truncation")
+    if cfg.kind == "prm" and len(report.targets) < 2 and not cfg.allow_one_class:
+        only = next(iter(report.targets), "none")
+        hint = ("" if cfg.alternatives else " Rated alternatives of a step (PRM800K phase 1) are left out: drop "
+                "--no-alternatives.")
+        raise ValueError(f"every one of the {report.supervised} supervised PRM targets is {only!r}: a PRM trained "
+                         f"on one class learns its base rate only (step AUROC undefined).{hint} Check the ratings "
+                         "with `prmkit data stats`, or pass --allow-one-class")
+
+
+def longest_solution(solutions: list, tokenizer, fmt: FormatConfig) -> int:
+    """Tokens of the longest of ``solutions`` formatted without truncation."""
+    from dataclasses import replace
+
+    from prmkit.model.formatter import encode_many
+
+    whole = replace(fmt, max_length=1 << 30)
+    return max((len(e) for e in encode_many(tokenizer, [(s.problem.problem, s.texts) for s in solutions], whole)),
+               default=0)
 
 
 def attach_features(cfg: TrainConfig, tokenizer, examples: list, device):

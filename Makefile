@@ -10,7 +10,13 @@ $(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
 	bash scripts/bootstrap.sh $(VENV)
 	touch $@
 
-venv: $(VENV)/.installed
+# KaTeX for the labelling app (prmkit label serve): npm ci in prmkit/label when its lock is newer than the
+# last install; where npm is missing this warns, and warns again on the next make, until it is installed
+KATEX_STAMP := prmkit/label/node_modules/.prmkit-lock
+$(KATEX_STAMP): prmkit/label/package-lock.json
+	bash scripts/bootstrap.sh --katex
+
+venv: $(VENV)/.installed $(KATEX_STAMP)
 
 run: venv
 	$(VENV)/bin/prmkit lab run --preset default --seeds 0 --out runs/lab-default

@@ -57,7 +57,12 @@ def _join(path: str, key: str | int) -> str:
     return f"{path}.{key}" if path else key
 
 
-def _check_type(value: Any, types: tuple[type, ...], path: str) -> Any:
+def check_type(value: Any, types: tuple[type, ...], path: str) -> Any:
+    """``value`` when it is one of ``types`` (a boolean is never an int); else :class:`SchemaError` at ``path``.
+
+    >>> check_type(3, (int,), "rating")
+    3
+    """
     # bool is an int in Python; a rating of `true` must not pass as +1.
     if isinstance(value, bool) and bool not in types:
         raise SchemaError(path, f"expected {_type_names(types)}, got a boolean")
@@ -75,13 +80,13 @@ def _type_names(types: tuple[type, ...]) -> str:
 def _opt(d: dict, key: str, types: tuple[type, ...], path: str, default: Any = None) -> Any:
     if key not in d or d[key] is None:
         return default
-    return _check_type(d[key], types, _join(path, key))
+    return check_type(d[key], types, _join(path, key))
 
 
 def _req(d: dict, key: str, types: tuple[type, ...], path: str) -> Any:
     if key not in d:
         raise SchemaError(_join(path, key), "missing required field")
-    return _check_type(d[key], types, _join(path, key))
+    return check_type(d[key], types, _join(path, key))
 
 
 def _no_unknown(d: dict, known: Iterable[str], path: str) -> None:
@@ -92,14 +97,14 @@ def _no_unknown(d: dict, known: Iterable[str], path: str) -> None:
 
 
 def _as_object(value: Any, path: str) -> dict:
-    return _check_type(value, (dict,), path)
+    return check_type(value, (dict,), path)
 
 
 def check_rating(value: Any, path: str) -> int | None:
     """Return a valid rating (-1, 0, +1) or None; raise :class:`SchemaError` naming ``path`` otherwise."""
     if value is None:
         return None
-    _check_type(value, (int,), path)
+    check_type(value, (int,), path)
     if value not in RATINGS:
         raise SchemaError(path, f"unknown rating {value!r} (expected -1, 0 or 1)")
     return value
@@ -109,7 +114,7 @@ def check_value(value: Any, path: str) -> float | None:
     """Return a soft label in [0, 1] as a float, or None."""
     if value is None:
         return None
-    _check_type(value, (int, float), path)
+    check_type(value, (int, float), path)
     if not 0.0 <= float(value) <= 1.0:
         raise SchemaError(path, f"soft label {value!r} is outside [0, 1]")
     return float(value)
@@ -118,7 +123,7 @@ def check_value(value: Any, path: str) -> float | None:
 def _check_choice(value: Any, choices: tuple[str, ...], path: str) -> str | None:
     if value is None:
         return None
-    _check_type(value, (str,), path)
+    check_type(value, (str,), path)
     if value not in choices:
         raise SchemaError(path, f"unknown value {value!r} (expected one of {', '.join(choices)})")
     return value
@@ -227,7 +232,7 @@ class Step:
         completions = [Completion.from_dict(c, _join(_join(path, "completions"), i)) for i, c in enumerate(raw)]
         chosen = d["chosen"] if "chosen" in d else 0
         if chosen is not None:
-            _check_type(chosen, (int,), _join(path, "chosen"))
+            check_type(chosen, (int,), _join(path, "chosen"))
             if not 0 <= chosen < len(completions):
                 raise SchemaError(_join(path, "chosen"), f"index {chosen} but the step has {len(completions)} completions")
         human = Completion.from_dict(d["human"], _join(path, "human")) if d.get("human") is not None else None
@@ -309,7 +314,7 @@ class Prelabel:
         _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
         steps = _opt(d, "steps", (list,), path)
         for i, s in enumerate(steps or []):
-            _check_type(s, (str,), _join(_join(path, "steps"), i))
+            check_type(s, (str,), _join(_join(path, "steps"), i))
         return cls(steps, _opt(d, "answer", (str,), path), _opt(d, "verifier_score", (int, float), path),
                    _opt(d, "meta", (dict,), path, {}))
 

@@ -42,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from random import Random
 
+from prmkit.evaluate.pool import steps_lost_key, truncation_note
 from prmkit.schema import Solution
 
 STRATEGY_NAMES = ("convincing_wrong_answer", "uncertainty", "top_k", "random")
@@ -118,24 +119,45 @@ def default_score(candidates: list[Solution]) -> str:
         if all(name in s.scores for s in candidates):
             return name
     seen = sorted({k for s in candidates for k in s.scores})
-    raise SelectionError(f"no score column to rank on: no candidate-wide {', '.join(DEFAULT_SCORES)} "
-                         f"(columns seen: {', '.join(seen) or 'none'}); name one with score=")
+    raise NoScoreColumn(f"no score column to rank on: no {', '.join(DEFAULT_SCORES)} on every candidate "
+                        f"(columns seen: {', '.join(seen) or 'none'}); name one with --score")
+
+
+class NoScoreColumn(SelectionError):
+    """No score column was named and none of :data:`DEFAULT_SCORES` is on every candidate."""
 
 
 def scores_of(candidates: list[Solution], score: str | None) -> list[float]:
     """Every candidate's ``scores[score]`` as a float (``score=None``: :func:`default_score`)."""
     column = score if score is not None else default_score(candidates)
+    missing = [i for i, s in enumerate(candidates) if column not in s.scores]
+    if missing:
+        raise SelectionError(missing_score_message(candidates, missing, column))
     out = []
     for i, s in enumerate(candidates):
-        if column not in s.scores:
-            raise SelectionError(f"{_name(i, s)} has no score {column!r} "
-                                 f"(it has: {', '.join(sorted(s.scores)) or 'none'})")
         value = s.scores[column]
         # bool is an int in Python; a score of `true` is a bug upstream, not 1.0.
         if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
             raise SelectionError(f"{_name(i, s)}: score {column!r} is {value!r}, not a number")
         out.append(float(value))
     return out
+
+
+def missing_score_message(candidates: list[Solution], missing: list[int], column: str) -> str:
+    """Why ``column`` cannot rank ``candidates``: on none of them, or not on some (the first named), and
+    whether truncation at scoring took it (``NAME_steps_lost``, :func:`prmkit.evaluate.pool.steps_lost_key`)."""
+    first, n = candidates[missing[0]], len(missing)
+    if n == len(candidates):
+        seen = sorted({k for s in candidates for k in s.scores})
+        text = f"no candidate has the score {column!r} (--score {column}); columns seen: {', '.join(seen) or 'none'}"
+    else:
+        text = (f"{n} of {len(candidates)} candidates {'has' if n == 1 else 'have'} no score {column!r} (--score "
+                f"{column}), the first {_name(missing[0], first)}, which has: {', '.join(sorted(first.scores)) or 'none'}")
+    lost = [key for i in missing if (key := steps_lost_key(candidates[i].scores, column))]
+    if lost:
+        who = "It" if n == 1 else "All of them" if len(lost) == n else f"{len(lost)} of them"
+        text += f". {truncation_note(who, set(lost), column)}"
+    return text
 
 
 def wrong_answers(candidates: list[Solution], grades: tuple[str, ...] = WRONG_GRADES) -> list[bool]:
@@ -324,7 +346,12 @@ def label_strategy(name: str) -> Callable[[list[Solution], int, Random], list[So
     config = {"strategy": name, "score": None, "per_problem": False}
 
     def strategy(candidates: list[Solution], k: int, rng: Random) -> list[Solution]:
-        return select(candidates, SelectConfig(**config, k=k), rng)
+        try:
+            return select(candidates, SelectConfig(**config, k=k), rng)
+        except NoScoreColumn as e:  # this path has no --score: say how to rank on another column
+            raise NoScoreColumn(f"{str(e).removesuffix('; name one with --score')}; to rank on another column, "
+                                "choose with `prmkit select --score COL` and push its output with "
+                                "--strategy in_order") from None
 
     strategy.__name__ = strategy.__qualname__ = f"label_{name}"
     strategy.__module__ = __name__

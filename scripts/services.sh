@@ -3,7 +3,8 @@
 #   - Debian's chromium and chromium-driver (browser tests; Playwright drives /usr/bin/chromium),
 #   - Debian's postgresql, with a server of the project's own on .services/pg, port $PRMKIT_PG_PORT
 #     (default 54329), loopback only, trust authentication (a test server: nothing but this machine reaches it),
-#   - KaTeX for the app's pages: `npm ci --prefix prmkit/label` (from the committed package-lock.json).
+#   - Debian's npm, and KaTeX for the app's pages: `bash scripts/bootstrap.sh --katex` (npm ci from the
+#     committed package-lock.json, skipped when already installed).
 # Prints the variables the tests read; use it as:   eval "$(bash scripts/services.sh)"
 # Runs as root (apt-get; PostgreSQL then runs as the `postgres` user, since it refuses root) or as a
 # user who already has the packages. Status messages go to stderr, the exports to stdout.
@@ -17,6 +18,7 @@ log() { echo "services: $*" >&2; }
 need=()
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v chromedriver >/dev/null 2>&1 || need+=(chromium-driver)
+command -v npm >/dev/null 2>&1 || need+=(npm)
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n 1 || true)
 [ -n "$pgbin" ] && [ -x "$pgbin/initdb" ] || need+=(postgresql)
 if [ ${#need[@]} -gt 0 ]; then
@@ -27,9 +29,11 @@ if [ ${#need[@]} -gt 0 ]; then
   pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
 fi
 
+# KaTeX: the set-up's own step (nothing to do when installed); the browser tests need it.
+bash scripts/bootstrap.sh --katex >&2
 if [ ! -f prmkit/label/node_modules/katex/dist/katex.min.js ]; then
-  log "installing KaTeX (npm ci --prefix prmkit/label)"
-  npm ci --prefix prmkit/label --no-audit --no-fund >&2
+  log "KaTeX is missing (see the warning above)"
+  exit 1
 fi
 
 # PostgreSQL refuses to run as root: run it as `postgres` when we are root.

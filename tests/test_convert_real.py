@@ -103,6 +103,36 @@ def test_prmbench_reads_with_out_of_range_error_steps_rejected(shared_data, tmp_
     assert first.id == "prm_test_p1_0" and first.ratings == [1, 1, 1, 1, -1, -1]
 
 
+def test_prmbench_cli_stops_at_a_bad_row_and_says_how_to_go_on(shared_data, tmp_path, capsys):
+    from prmkit.cli import main
+
+    src, out = shared_data / "step-formats/prmbench_subset400_target_data.jsonl", tmp_path / "pb.jsonl"
+    assert main(["data", "convert", "--from", "prmbench", "--to", "prmkit", str(src), str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{src}:28: field 'error_steps[1]': error step 54 (1-based) is outside modified_process" in err
+    rejects = tmp_path / "pb.rejects.jsonl"
+    assert f"rerun with --skip-invalid (bad rows go to {rejects}, their count is printed)" in err
+    assert not out.exists()
+    argv = ["data", "convert", "--from", "prmbench", "--to", "prmkit", "--skip-invalid", str(src), str(out)]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == [f"{src} -> {out}: read 383 records, wrote 383 rows, rejected 11",
+                       f"11 invalid records written to {tmp_path / 'pb.rejects.jsonl'}"]
+    assert len(_values(tmp_path / "pb.rejects.jsonl")) == 11
+
+
+def test_processbench_cli_keeps_the_final_answer(shared_data, tmp_path, capsys):
+    from prmkit.cli import main
+
+    out = tmp_path / "pb.jsonl"
+    assert main(["data", "convert", "--from", "processbench", "--to", "prmkit",
+                 str(shared_data / "processbench/gsm8k.json"), str(out)]) == 0
+    assert "read 400 records, wrote 400 rows, rejected 0" in capsys.readouterr().out
+    answers = [row.get("answer") for row in _values(out)]
+    # 338 rows end on a \boxed{} answer; the other 62 state it in prose ("the customer paid $37")
+    assert answers[0] == "30" and sum(a is not None for a in answers) == 338
+
+
 def test_processbench_counts(shared_data):
     solutions = list(read(shared_data / "processbench/gsm8k.json", "processbench"))
     assert len(solutions) == 400

@@ -76,3 +76,21 @@ def test_phase1_and_phase2_together(phase1, shared_data, tmp_path, capsys):
     out = capsys.readouterr().out
     n1 = sum(1 for _ in open(phase1))
     assert f"from {n1 + 6} solutions" in out
+
+
+@pytest.mark.slow
+def test_prm800k_to_a_scored_candidate_pool_with_no_glue(phase1, shared_data, tmp_path, capsys):
+    """The practitioner's path end to end on the real files: PRM800K rows -> a tiny PRM with the defaults ->
+    a converted candidate pool scored -> best-of-N."""
+    model, cands = tmp_path / "prm", tmp_path / "cands.jsonl"
+    assert main(["train", "prm", "--data", str(phase1), "--out", str(model), "--base-model", "tiny-llama",
+                 "--max-steps", "3", "--eval-fraction", "0", "--no-progress", "--no-tensorboard"]) == 0
+    rows = (shared_data / "candidates" / "qwen25math_math_cot_100.jsonl").read_text().splitlines(True)
+    cands.write_text("".join(rows[:6]))
+    pool, scored = tmp_path / "pool.jsonl", tmp_path / "scored.jsonl"
+    assert main(["data", "convert", "--from", "qwen-candidates", "--to", "prmkit", str(cands), str(pool)]) == 0
+    assert main(["score", "--model", str(model), str(pool), str(scored), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main(["eval", "bon", str(scored), "--score", "prm_min,pred_score", "--no-vote", "--bootstrap", "50"]) == 0
+    out = capsys.readouterr()
+    assert "bon_acc[prm_min]" in out.out and "warning" not in out.err  # every sample scored, none truncated

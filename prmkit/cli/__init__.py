@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from prmkit import __version__
@@ -32,7 +33,7 @@ examples:
   prmkit data convert --from prm800k --to prmkit phase2_train.jsonl data.jsonl.gz
   prmkit data stats data.jsonl.gz
   prmkit generate --backend hf --model ./my-model problems.jsonl candidates.jsonl --n 16
-  prmkit grade pairs.jsonl --audit
+  prmkit grade pairs.jsonl --audit math-verify
   prmkit eval bon scored.jsonl --score prm_min,orm --n 1,2,4,8
 
 Every command has its own --help with examples.
@@ -40,7 +41,18 @@ Every command has its own --help with examples.
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefaultsHelpFormatter):
-    """Keeps the examples in epilogs as written and shows each flag's default."""
+    """Keeps the examples in epilogs as written and shows each flag's default, once.
+
+    A help text that already says what the default is keeps its own words: one with ``(default``, and
+    one whose default is unset (None or '') and that mentions ``default`` at all, since its words say
+    what unset means (``default: every score column``) better than ``(default: None)`` would.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        if "(default" in text or (action.default in (None, "") and re.search(r"\bdefault\b", text)):
+            return action.help
+        return super()._get_help_string(action)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -12,7 +12,7 @@ import functools
 import json
 
 from prmkit.cli import HelpFormatter
-from prmkit.convert import FORMATS, NEUTRAL_POLICIES, SUPERVISE, Options, convert_file, read
+from prmkit.convert import FORMATS, NEUTRAL_POLICIES, SPLIT_MODES, SUPERVISE, Options, convert_file, read
 from prmkit.generate.longcot import LONG_MODES, resplit
 from prmkit.io import RejectWriter, rejects_path
 from prmkit.schema import Solution
@@ -36,6 +36,10 @@ examples:
   prmkit data convert --from math-shepherd --to math-shepherd --supervise all in.jsonl out.jsonl
   prmkit data convert --from processbench --to prmkit --skip-invalid math.json pb.jsonl
       (bad rows go to pb.rejects.jsonl; their count is printed)
+  prmkit data convert --from qwen-candidates --to prmkit qwen25math_math_cot_100.jsonl pool.jsonl
+      (a solution per sample, cut into steps at blank lines, with its pred, score and pred_score;
+      then `prmkit score --model M pool.jsonl scored.jsonl` and `prmkit eval bon scored.jsonl`)
+  prmkit data convert --from text --split sentences answers.jsonl pool.jsonl
   prmkit data convert --from prmkit --split-long sentences --step-tokens 60 cot.jsonl steps.jsonl
       (each solution's text re-cut into steps of whole sentences, up to 60 words each; the new
       steps are unlabelled, so label them next; meta["prmkit_resplit"] says how)
@@ -46,7 +50,7 @@ nothing behind, and an output equal to the input is refused. `prmkit data format
 
 
 def _options(args: argparse.Namespace) -> Options:
-    return Options(neutral=args.neutral, supervise=args.supervise, marker=args.marker)
+    return Options(neutral=args.neutral, supervise=args.supervise, marker=args.marker, split=args.split)
 
 
 def _resplitter(args: argparse.Namespace):
@@ -139,6 +143,11 @@ def _add_convert(sub) -> None:
     p.add_argument("--marker", default=Options.marker, help="Math-Shepherd's step marker (read and write)")
     p.add_argument("--skip-invalid", action="store_true",
                    help="write bad records to OUTPUT's .rejects.jsonl side file and go on, instead of stopping")
+    cutting = [f"{name} {fmt.split}" for name, fmt in FORMATS.items() if fmt.split is not None]
+    p.add_argument("--split", choices=SPLIT_MODES, default=None, metavar="MODE",
+                   help="how formats that store a solution as one text cut it into steps "
+                        f"({', '.join(SPLIT_MODES)}; marker: at --marker); default: the format's own "
+                        f"({', '.join(cutting)})")
     p.add_argument("--split-long", choices=LONG_MODES, default=None, metavar="MODE",
                    help=f"re-split every solution ({', '.join(LONG_MODES)}): its steps joined by a blank line are "
                         "cut into new, unlabelled steps (ratings and values dropped; problems pass unchanged)")

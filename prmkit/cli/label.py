@@ -48,7 +48,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     db = open_database(args.db)
     if find_katex() is None:
-        print("prmkit label: warning: KaTeX not found (run `npm ci --prefix prmkit/label` or set "
+        print("prmkit label: warning: KaTeX not found (run `make venv` or `bash scripts/bootstrap.sh --katex`, or set "
               "PRMKIT_KATEX_DIR); mathematics will show as source text", file=sys.stderr)
     app = create_app(db, AppConfig(secure_cookie=args.secure_cookie))
     print(f"prmkit label: serving {db.backend} database on http://{args.host}:{args.port}/", flush=True)

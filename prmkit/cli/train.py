@@ -33,14 +33,41 @@ def register(subparsers) -> None:
         p = sub.add_parser(kind, help=f"train {text}", formatter_class=HelpFormatter, epilog=EPILOG,
                            description=f"Train {text}.")
         p.add_argument("--recipe", default=None, help="recipe file (YAML or TOML) with settings; flags override it")
-        _add_config_flags(p)
+        _add_config_flags(p, kind)
         p.set_defaults(func=run_train, kind=kind)
 
 
-def _add_config_flags(p) -> None:
+ONLY_FOR = {
+    # the step-label policies, and what scoring makes of step scores, mean nothing to an ORM or an LM
+    "supervise": "prm", "neutral": "prm", "score_neutral": "prm", "label_source": "prm", "alternatives": "prm",
+    "allow_one_class": "prm", "aggregations": "prm", "default_aggregation": "prm",
+    # an ORM's target is the solution's outcome
+    "outcome_source": "orm",
+}
+"""TrainConfig fields that one kind of model reads: only ``prmkit train KIND`` of that kind offers them."""
+
+
+def _add_config_flags(p, kind: str) -> None:
     from prmkit.train.config import TrainConfig, add_config_arguments
 
-    add_config_arguments(p, TrainConfig, skip=("kind",))
+    add_config_arguments(p, TrainConfig, skip=("kind", *(k for k, only in ONLY_FOR.items() if only != kind)))
+
+
+def check_recipe_kind(recipe: dict, kind: str, path: str) -> None:
+    """A recipe for ``prmkit train KIND`` sets nothing that only another kind reads: ValueError naming it
+    (a setting that would do nothing is an error, not silently ignored).
+
+    >>> check_recipe_kind({"lr": 0.1, "supervise": "all"}, "orm", "r.toml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ValueError: recipe r.toml sets supervise (PRM only), which `prmkit train orm` does not use: remove it ...
+    """
+    if recipe.get("kind", kind) != kind:
+        raise ValueError(f"recipe {path} is for {recipe['kind']}, not {kind}")
+    foreign = [k for k in recipe if ONLY_FOR.get(k, kind) != kind]
+    if foreign:
+        named = ", ".join(f"{k} ({ONLY_FOR[k].upper()} only)" for k in foreign)
+        raise ValueError(f"recipe {path} sets {named}, which `prmkit train {kind}` does not use: remove "
+                         f"{'it' if len(foreign) == 1 else 'them'} from the recipe")
 
 
 def build_config(args):
@@ -50,8 +77,7 @@ def build_config(args):
     from prmkit.train.config import TrainConfig, read_recipe, resolve
 
     recipe = read_recipe(args.recipe) if args.recipe else {}
-    if recipe.get("kind", args.kind) != args.kind:
-        raise ValueError(f"recipe {args.recipe} is for {recipe['kind']}, not {args.kind}")
+    check_recipe_kind(recipe, args.kind, args.recipe)
     names = {f.name for f in dataclasses.fields(TrainConfig)}
     flags = {k: v for k, v in vars(args).items() if k in names}
     cfg = resolve(TrainConfig, recipe, flags)

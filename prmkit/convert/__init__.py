@@ -14,7 +14,7 @@ shows one annotated example per format and what each direction keeps and loses.
 >>> report.records_in, report.rows_out
 (1, 1)
 >>> sorted(FORMATS)[:3]
-['competition', 'gsm8k', 'math']
+['competition', 'gsm8k', 'gsm8k-examples']
 """
 
 from __future__ import annotations
@@ -25,12 +25,33 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from prmkit.convert import aps, critic, prm800k, prmbench, problems, processbench, shepherd, trl
-from prmkit.convert.base import DEFAULTS, NEUTRAL_POLICIES, SUPERVISE, Format, Options, rows, solutions_only
-from prmkit.io import RecordError, RejectWriter, same_file, write_records
+from prmkit.convert import (
+    aps,
+    candidates,
+    critic,
+    prm800k,
+    prmbench,
+    problems,
+    processbench,
+    shepherd,
+    text,
+    trl,
+)
+from prmkit.convert.base import (
+    DEFAULTS,
+    NEUTRAL_POLICIES,
+    SPLIT_MODES,
+    SUPERVISE,
+    Format,
+    Options,
+    rows,
+    solutions_only,
+)
+from prmkit.io import RecordError, RejectWriter, rejects_path, same_file, write_records
 from prmkit.schema import Problem, Solution
 
-__all__ = ["FORMATS", "NEUTRAL_POLICIES", "SUPERVISE", "ConvertReport", "Format", "Options", "convert_file", "read"]
+__all__ = ["FORMATS", "NEUTRAL_POLICIES", "SPLIT_MODES", "SUPERVISE", "ConvertReport", "Format", "Options",
+           "convert_file", "read"]
 
 
 def parse_record(value: Any, path: str = "") -> Solution | Problem:
@@ -66,6 +87,12 @@ _FORMATS = [
     Format("processbench", "ProcessBench: steps + 0-based index of the first wrong step (-1: none)",
            processbench.read, processbench.write),
     Format("prmbench", "PRMBench: modified process with 1-based error_steps (read only)", prmbench.read, None),
+    Format("qwen-candidates", "Qwen2.5-Math sampled solutions per problem (code, pred, score, pred_score); "
+           "a solution per sample (read only)", candidates.read_qwen, None, split=candidates.QWEN_SPLIT),
+    Format("gsm8k-examples", "grade-school-math example model solutions, 4 per problem with is_correct "
+           "(read only)", candidates.read_gsm8k_examples, None, split=candidates.GSM8K_SPLIT),
+    Format("text", "one solution text per row: problem, solution, optional answer (the reference) and id "
+           "(read only)", text.read, None, split=text.DEFAULT_SPLIT),
     Format("math", "MATH / MATH-500 problems: problem, solution, answer, subject, level, unique_id",
            problems.read_math, problems.write_math, holds="problems"),
     Format("gsm8k", "GSM8K problems: question, answer ending in '#### <number>'",
@@ -109,9 +136,19 @@ def get_format(name: str, direction: str) -> Format:
     return fmt
 
 
+def check_split(fmt: Format, options: Options) -> None:
+    """Refuse ``options.split`` for a format whose rows hold steps already (it would be ignored)."""
+    if options.split is not None and fmt.split is None:
+        cutting = ", ".join(f.name for f in _FORMATS if f.split is not None)
+        raise ValueError(f"--split cuts solutions stored as one text ({cutting}); {fmt.name!r} rows hold "
+                         "their steps already (to re-cut steps, use --split-long)")
+
+
 def read(path, fmt: str = "prmkit", options: Options = DEFAULTS, rejects=None) -> Iterator[Solution | Problem]:
     """Stream the records of a file in format ``fmt``."""
-    return get_format(fmt, "read").read(path, options, rejects)
+    reader = get_format(fmt, "read")
+    check_split(reader, options)
+    return reader.read(path, options, rejects)
 
 
 def convert_file(src: str | os.PathLike, dst: str | os.PathLike, inp: str, out: str,
@@ -120,11 +157,13 @@ def convert_file(src: str | os.PathLike, dst: str | os.PathLike, inp: str, out: 
     """Convert ``src`` (format ``inp``) into ``dst`` (format ``out``), streaming, atomically.
 
     Bad input raises :class:`~prmkit.io.RecordError` (file, line, field) unless ``rejects`` collects
-    it; nothing is left at ``dst`` when the conversion fails; ``dst`` may not be ``src``.
+    it (and then the message says so: ``--skip-invalid`` on the command line); nothing is left at
+    ``dst`` when the conversion fails; ``dst`` may not be ``src``.
     ``transform``, when given, maps every record read to the record written (for example
     :func:`prmkit.generate.longcot.resplit`).
     """
     reader, writer = get_format(inp, "read"), get_format(out, "write")
+    check_split(reader, options)
     if same_file(src, dst):
         raise ValueError(f"output {dst} is the same file as input {src}; refusing to overwrite the input")
     report = ConvertReport()
@@ -139,9 +178,25 @@ def convert_file(src: str | os.PathLike, dst: str | os.PathLike, inp: str, out: 
         records = map(transform, records)
     if writer.holds == "solutions":
         records = _solutions(records, src, out)
-    report.rows_out = writer.write(records, dst, options, dropped=report.dropped)
+    try:
+        report.rows_out = writer.write(records, dst, options, dropped=report.dropped)
+    except RecordError as e:
+        if rejects is not None or not e.field:  # only a bad field of a row read whole can be set aside
+            raise
+        raise RecordError(e.path, e.line, e.field, f"{e.message}; {skip_hint(dst)}") from None
     report.rejected = rejects.count if rejects is not None else 0
     return report
+
+
+def skip_hint(dst: str | os.PathLike) -> str:
+    """What a stopped conversion's message says to do about the bad row.
+
+    >>> skip_hint("out/pb.jsonl").startswith("to convert the other rows, rerun with --skip-invalid (bad rows "
+    ...                                      "go to out/pb.rejects.jsonl")
+    True
+    """
+    return (f"to convert the other rows, rerun with --skip-invalid (bad rows go to {rejects_path(dst)}, "
+            "their count is printed)")
 
 
 def _solutions(records: Iterable[Any], src, out: str) -> Iterator[Solution]:

@@ -38,7 +38,7 @@ from typing import Any
 
 from prmkit.convert.base import DEFAULTS, Dropped, Options, count_drop, grouped, req, rows, text_of
 from prmkit.io import atomic_output, dumps
-from prmkit.schema import Problem, SchemaError, Solution, Step, _check_type, check_value
+from prmkit.schema import Problem, SchemaError, Solution, Step, check_type, check_value
 
 SEP = "\n\n\n"
 
@@ -86,7 +86,7 @@ def from_tree(d: Any) -> Iterator[Solution]:
     """The solutions of one tree row: the bare question, then one per root-to-leaf path."""
     problem = _problem(d)
     root = req(d, "reasoning_steps", (dict,))
-    _check_type(req(root, "text", (str,), "reasoning_steps"), (str,), "reasoning_steps.text")
+    check_type(req(root, "text", (str,), "reasoning_steps"), (str,), "reasoning_steps.text")
     if root["text"] != problem.problem:
         problem.meta = {"math_aps": {"root_text": root["text"]}}
     yield _root(problem, req(root, "mc_value", (int, float), "reasoning_steps"), "reasoning_steps.mc_value")

@@ -20,11 +20,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from prmkit.io import RecordError, RejectWriter, atomic_output, read_records
-from prmkit.schema import Completion, Problem, SchemaError, Solution, _check_type
+from prmkit.io import RecordError, RejectWriter, atomic_output, iter_json, read_records
+from prmkit.schema import Completion, Problem, SchemaError, Solution, check_type
 
 NEUTRAL_POLICIES = ("positive", "negative", "drop")
 SUPERVISE = ("first_error", "all")
+SPLIT_MODES = ("newline", "blank", "paragraphs", "sentences", "marker")
+"""How a reader of whole-text solutions cuts a text into steps: the modes of
+:func:`prmkit.generate.steps.split_steps` that need no further setting ("marker" uses ``Options.marker``)."""
 ANSWER_MARK = "\n\n# Answer\n\n"
 
 
@@ -46,6 +49,10 @@ class Options:
     """Math-Shepherd's step tag, replaced by "+" or "-" in the label string."""
     step_separator: str = "\n"
     """What joins the tagged steps of a Math-Shepherd input."""
+    split: str | None = None
+    """How formats that store a solution as one text (``qwen-candidates``, ``gsm8k-examples``, ``text``)
+    cut it into steps: one of :data:`SPLIT_MODES`. None: the format's own default. Formats whose rows
+    hold steps already refuse it rather than ignore it."""
 
     def __post_init__(self):
         if self.neutral is not None and self.neutral not in NEUTRAL_POLICIES:
@@ -54,6 +61,8 @@ class Options:
             raise ValueError(f"supervise must be one of {', '.join(SUPERVISE)}, got {self.supervise!r}")
         if not self.marker.strip():
             raise ValueError("the step marker must not be blank")
+        if self.split is not None and self.split not in SPLIT_MODES:
+            raise ValueError(f"split must be one of {', '.join(SPLIT_MODES)}, got {self.split!r}")
 
 
 DEFAULTS = Options()
@@ -75,6 +84,9 @@ class Format:
     write: Callable[..., int] | None = None
     holds: str = "solutions"
     """"solutions" or "problems": what the format's records are."""
+    split: str | None = None
+    """The default of ``Options.split`` for a format that stores each solution as one text; None for a
+    format whose rows hold steps already (``--split`` is then an error)."""
 
 
 class Dropped(Exception):
@@ -92,6 +104,25 @@ def rows(path, parse: Callable[[Any], Any], rejects: RejectWriter | None = None)
     return read_records(path, lambda value, _path: parse(value), rejects=rejects)
 
 
+def numbered_rows(path, parse: Callable[[Any, int], Iterable[Any]],
+                  rejects: RejectWriter | None = None) -> Iterator[Any]:
+    """Every record ``parse(value, line)`` makes of each JSON value of ``path`` (a row may give several).
+
+    ``line`` is where the value starts (an array element's 1-based position). A :class:`SchemaError`
+    names file, line and field, or sends the whole row to ``rejects``.
+    """
+    for raw in iter_json(path, rejects):
+        try:
+            records = list(parse(raw.value, raw.line))
+        except SchemaError as e:
+            error = RecordError(path, raw.line, e.field, e.message)
+            if rejects is None:
+                raise error from None
+            rejects.add(error, raw)
+            continue
+        yield from records
+
+
 def req(d: Any, key: str, types: tuple[type, ...], path: str = "") -> Any:
     """``d[key]`` checked against ``types``; a :class:`SchemaError` naming ``path.key`` otherwise."""
     where = f"{path}.{key}" if path else key
@@ -99,7 +130,7 @@ def req(d: Any, key: str, types: tuple[type, ...], path: str = "") -> Any:
         raise SchemaError(path or "record", f"expected an object, got {type(d).__name__}")
     if key not in d:
         raise SchemaError(where, "missing required field")
-    return _check_type(d[key], types, where)
+    return check_type(d[key], types, where)
 
 
 def opt(d: dict, key: str, types: tuple[type, ...], path: str = "") -> Any:
@@ -111,7 +142,7 @@ def opt(d: dict, key: str, types: tuple[type, ...], path: str = "") -> Any:
 
 def text_of(value: Any, path: str) -> str:
     """A step text: a non-blank string."""
-    _check_type(value, (str,), path)
+    check_type(value, (str,), path)
     if not value.strip():
         raise SchemaError(path, "empty step")
     return value

@@ -39,7 +39,7 @@ from typing import Any
 from prmkit.convert.base import ANSWER_MARK, DEFAULTS, Options, opt, req, text_of
 from prmkit.grade import extract_answer
 from prmkit.io import RecordError, atomic_output, dumps, iter_json
-from prmkit.schema import Completion, Problem, SchemaError, Solution, Step, _check_type, check_rating
+from prmkit.schema import Completion, Problem, SchemaError, Solution, Step, check_rating, check_type
 
 KEYS = ("instruction", "responses", "next_response", "answer", "is_human_response", "is_solution",
         "is_preferred_response", "rating")
@@ -47,10 +47,10 @@ KEYS = ("instruction", "responses", "next_response", "answer", "is_human_respons
 
 def check_row(d: Any) -> dict:
     """Check one row's fields and types; return it."""
-    _check_type(d, (dict,), "record")
+    check_type(d, (dict,), "record")
     req(d, "instruction", (str,))
     for i, r in enumerate(req(d, "responses", (list,))):
-        _check_type(r, (str,), f"responses[{i}]")
+        check_type(r, (str,), f"responses[{i}]")
     text_of(req(d, "next_response", (str,)), "next_response")
     opt(d, "answer", (str,))
     for key in ("is_human_response", "is_solution", "is_preferred_response"):

@@ -66,8 +66,8 @@ from prmkit.schema import (
     SchemaError,
     Solution,
     Step,
-    _check_type,
     check_rating,
+    check_type,
 )
 
 TOP = ("labeler", "timestamp", "generation", "is_quality_control_question", "is_initial_screening_question",
@@ -145,12 +145,12 @@ def _step(d: Any, path: str) -> Step:
 
 
 def _question(q: Any) -> tuple[Problem, Prelabel | None]:
-    _check_type(q, (dict,), "question")
+    check_type(q, (dict,), "question")
     problem = Problem(req(q, "problem", (str,), "question"), answer=opt(q, "ground_truth_answer", (str,), "question"),
                       solution=opt(q, "ground_truth_solution", (str,), "question"))
     steps = opt(q, "pre_generated_steps", (list,), "question")
     for i, s in enumerate(steps or []):
-        _check_type(s, (str,), f"question.pre_generated_steps[{i}]")
+        check_type(s, (str,), f"question.pre_generated_steps[{i}]")
     prelabel = None
     if any(k in q for k in QUESTION[3:]):
         prelabel = Prelabel(steps, opt(q, "pre_generated_answer", (str,), "question"),
@@ -163,7 +163,7 @@ def _question(q: Any) -> tuple[Problem, Prelabel | None]:
 
 def from_prm800k(d: Any) -> Solution:
     """One raw PRM800K record as a :class:`Solution` (see the module docstring)."""
-    _check_type(d, (dict,), "record")
+    check_type(d, (dict,), "record")
     label = req(d, "label", (dict,), "")
     problem, prelabel = _question(req(d, "question", (dict,), ""))
     raw_steps = req(label, "steps", (list,), "label")

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from prmkit.convert.base import DEFAULTS, Options, opt, req, rows, text_of
-from prmkit.schema import Problem, SchemaError, Solution, Step, _check_type
+from prmkit.schema import Problem, SchemaError, Solution, Step, check_type
 
 PRMBENCH_KEYS = ("modified_question", "modified_process", "error_steps", "idx")
 
@@ -38,9 +38,10 @@ def from_prmbench(d: Any) -> Solution:
     texts = req(d, "modified_process", (list,))
     errors = req(d, "error_steps", (list,))
     for i, e in enumerate(errors):
-        _check_type(e, (int,), f"error_steps[{i}]")
+        check_type(e, (int,), f"error_steps[{i}]")
         if not 1 <= e <= len(texts):
-            raise SchemaError(f"error_steps[{i}]", f"step {e} (1-based) but the process has {len(texts)} steps")
+            raise SchemaError(f"error_steps[{i}]", f"error step {e} (1-based) is outside modified_process, "
+                              f"which has {len(texts)} steps")
     steps = [Step.of(text_of(t, f"modified_process[{i}]"), rating=-1 if i + 1 in errors else 1)
              for i, t in enumerate(texts)]
     meta = {k: v for k, v in d.items() if k not in PRMBENCH_KEYS + ("ground_truth",)}

@@ -39,7 +39,7 @@ from typing import Any
 from prmkit.convert.base import DEFAULTS, Options, opt, problems_of, req, rows
 from prmkit.grade import extract_answer
 from prmkit.io import atomic_output, dumps
-from prmkit.schema import Problem, SchemaError, _check_type
+from prmkit.schema import Problem, SchemaError, check_type
 
 MATH_KEYS = ("problem", "solution", "answer", "subject", "type", "level", "unique_id")
 MATH_DEFAULT = ["problem", "solution", "answer", "subject", "level", "unique_id"]
@@ -107,7 +107,7 @@ def _number(value: Any) -> str:
 
 def from_competition(d: Any) -> Problem:
     """One competition row (AIME / AMC style) as a :class:`Problem`."""
-    _check_type(d, (dict,), "record")
+    check_type(d, (dict,), "record")
     text = opt(d, "problem", (str,)) or opt(d, "question", (str,))
     if text is None:
         raise SchemaError("problem", "missing required field (neither 'problem' nor 'question')")

@@ -12,7 +12,9 @@ ProcessBench (QwenLM/ProcessBench ``dataset/*.json``, JSON arrays). One row, ann
     }
 
 Reading rates the steps before ``label`` +1, the step at ``label`` -1 and leaves the later ones
-unrated (experts stopped there), with ``label_source`` "human". Writing takes the first wrong step
+unrated (experts stopped there), with ``label_source`` "human"; ``Solution.answer`` is the final
+answer found in the steps (:func:`prmkit.grade.extract_answer` of their text, usually the last
+``\\boxed{}``), derived and so not written back. Writing takes the first wrong step
 under the neutral policy (a neutral step needs ``--neutral``); ratings after it, alternatives,
 soft values and provenance are lost; a solution without a grade is dropped (``final_answer_correct``
 cannot be left out). A file named ``*.json`` is written as a JSON array like the originals, anything
@@ -21,8 +23,10 @@ else as JSON Lines.
 >>> row = {"id": "x-0", "generator": "m", "problem": "1+1?", "steps": ["1+1 = 3.", "So 3."],
 ...        "final_answer_correct": False, "label": 0}
 >>> s = from_row(row)
->>> s.ratings, s.grade
-([-1, None], 'incorrect')
+>>> s.ratings, s.grade, s.answer
+([-1, None], 'incorrect', None)
+>>> from_row({**row, "steps": ["1+1 = 2.", "So $\\\\boxed{2}$."], "label": -1}).answer
+'2'
 >>> to_row(s, Options()) == row
 True
 """
@@ -44,6 +48,7 @@ from prmkit.convert.base import (
     text_of,
     write_rows,
 )
+from prmkit.grade import extract_answer
 from prmkit.schema import Generator, Problem, SchemaError, Solution, Step
 
 KEYS = ("id", "generator", "problem", "steps", "final_answer_correct", "label")
@@ -57,10 +62,11 @@ def from_row(d: Any) -> Solution:
         raise SchemaError("label", f"first-error index {label} but the solution has {len(texts)} steps")
     ratings = [1 if label == -1 or i < label else -1 if i == label else None for i in range(len(texts))]
     steps = [Step.of(text_of(t, f"steps[{i}]"), rating=r) for i, (t, r) in enumerate(zip(texts, ratings))]
+    answer = extract_answer("\n".join(texts))
     correct = req(d, "final_answer_correct", (bool,))
     generator = opt(d, "generator", (str,))
     extra = {k: v for k, v in d.items() if k not in KEYS}
-    return Solution(Problem(req(d, "problem", (str,))), steps, id=opt(d, "id", (str,)),
+    return Solution(Problem(req(d, "problem", (str,))), steps, id=opt(d, "id", (str,)), answer=answer,
                     grade="correct" if correct else "incorrect", label_source="human",
                     generator=Generator(generator) if generator is not None else None,
                     meta={"processbench": extra} if extra else {})

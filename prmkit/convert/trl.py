@@ -44,7 +44,7 @@ from prmkit.convert.base import (
     text_of,
     write_rows,
 )
-from prmkit.schema import Problem, SchemaError, Solution, Step, _check_type
+from prmkit.schema import Problem, SchemaError, Solution, Step, check_type
 
 KEYS = ("prompt", "completions", "labels", "neutral_policy", "supervision")
 
@@ -58,7 +58,7 @@ def from_row(d: Any) -> Solution:
         raise SchemaError("labels", f"{len(labels)} labels for {len(texts)} completions (one per step)")
     steps = []
     for i, (text, label) in enumerate(zip(texts, labels)):
-        _check_type(label, (bool,), f"labels[{i}]")
+        check_type(label, (bool,), f"labels[{i}]")
         steps.append(Step.of(text_of(text, f"completions[{i}]"), rating=1 if label else -1))
     meta = {k: d[k] for k in KEYS[3:] if k in d}
     meta.update({k: v for k, v in d.items() if k not in KEYS})

@@ -23,7 +23,7 @@ import numpy as np
 
 from prmkit.evaluate.bon import _padded_size, exact_bon, exact_pass, first_sample
 from prmkit.evaluate.bootstrap import bootstrap_ci
-from prmkit.evaluate.pool import Pool
+from prmkit.evaluate.pool import Pool, truncation_note
 from prmkit.evaluate.vote import vote_curve, vote_weights
 
 
@@ -119,8 +119,40 @@ def pool_summary(pool: Pool, m_pad: int) -> dict:
     return {"format": pool.format, "problems": pool.n_problems, "samples": pool.n_samples,
             "samples_per_problem": [int(pool.sizes.min()), int(pool.sizes.max())], "pad_to": m_pad,
             "answerless": int((~pool.has_answer).sum()), "correct": int(pool.correct.sum()),
-            "score_columns": {k: {"missing": int(np.isnan(v).sum())} for k, v in pool.scores.items()},
+            "score_columns": {k: _missing(pool, k) for k in pool.scores},
             "answer_groups_with_mixed_grades": pool.group_conflicts}
+
+
+def _missing(pool: Pool, column: str) -> dict:
+    """Samples without a score in ``column``, the problems they are in, and how many lost steps to truncation."""
+    gone = np.isnan(pool.scores[column])
+    problems = int(np.count_nonzero(np.bincount(pool.problem_index()[gone], minlength=pool.n_problems)))
+    return {"missing": int(gone.sum()), "missing_problems": problems, "truncated": pool.truncated.get(column, {})}
+
+
+def missing_score_notes(result: dict) -> list[str]:
+    """One warning per score column some samples lack: how many, and what the numbers did with them.
+
+    Such a sample is never chosen by that column, yet it still takes its slot among the N drawn (a draw
+    whose scored samples have no answer counts as wrong), so ``bon_acc[col]`` can sit below
+    ``pass@1``; it casts no vote in ``weighted_acc[col]``. pass@N, maj_acc and first_acc use every sample.
+    """
+    pool, notes = result["pool"], []
+    for col in result["settings"]["columns"]:
+        info = pool["score_columns"].get(col, {})
+        if not info.get("missing"):
+            continue
+        vote = f", and they cast no vote in weighted_acc[{col}]" if f"weighted_acc[{col}]" in result["curves"] else ""
+        notes.append(f"warning: {info['missing']} of {pool['samples']} samples (in {info['missing_problems']} of "
+                     f"{pool['problems']} problems) have no score '{col}': bon_acc[{col}] never picks them, though "
+                     f"they take their slot among the N drawn (a draw with no scored answer counts as wrong){vote}; "
+                     f"pass@N, maj_acc and first_acc count every sample")
+        lost = info.get("truncated") or {}
+        if lost:
+            n = sum(lost.values())
+            who = "All of them" if n == info["missing"] else f"{n} of them"
+            notes.append(f"  {truncation_note(who, lost, col)}")
+    return notes
 
 
 def curve_rows(result: dict) -> tuple[list[str], list[list[str]]]:
@@ -151,4 +183,4 @@ def format_table(result: dict) -> str:
     lines.append(f"first_acc {100 * first['estimate'][0]:.1f} [{100 * first['ci_low'][0]:.1f}, "
                  f"{100 * first['ci_high'][0]:.1f}]   (accuracy %, 95% bootstrap CI over problems; "
                  f"±: Monte-Carlo standard error)")
-    return "\n".join(lines)
+    return "\n".join(lines + missing_score_notes(result))

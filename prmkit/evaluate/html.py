@@ -2,12 +2,14 @@
 
 The templates live in ``prmkit/templates/`` and are autoescaped: text passed in is escaped, and the
 HTML these functions return is marked safe (``markupsafe.Markup``), so blocks nest without double
-escaping. The blocks: :func:`table`, :func:`figure` (a PNG embedded as base64, so a page needs no other
-file), :func:`bon_section` and :func:`steps_section` (the results of ``prmkit eval bon`` / ``steps``),
-and :func:`page` (a whole self-contained page around them).
+escaping. The blocks: :func:`table` (in a container that scrolls sideways when the table is wider than
+the page, its first column, the row names, staying in view), :func:`figure` (a PNG embedded as base64,
+so a page needs no other file), :func:`bon_section` and :func:`steps_section` (the results of
+``prmkit eval bon`` / ``steps``), :func:`config_block` (a configuration, collapsed) and :func:`page` (a
+whole self-contained page around them).
 
 >>> str(table(["N", "acc"], [["1", "<b>"]]))
-'<table><tr><th>N</th><th>acc</th></tr><tr><td>1</td><td>&lt;b&gt;</td></tr></table>'
+"<div class='table-wrap'><table><tr><th>N</th><th>acc</th></tr><tr><td>1</td><td>&lt;b&gt;</td></tr></table></div>"
 >>> "Reproduce with <code>prmkit x</code>" in page("t", [table(["a"], [])], command="prmkit x")
 True
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import json
 import os
 from pathlib import Path
 
@@ -42,9 +45,30 @@ def css() -> str:
     return environment().loader.get_source(environment(), "style.css")[0].strip()
 
 
-def table(header: list[str], rows: list[list[str]]) -> Markup:
-    """An HTML table; cells are text (escaped) or HTML from these functions."""
-    return render("table.html.j2", header=header, rows=rows)
+def table(header: list[str], rows: list[list[str]], cls: str = "") -> Markup:
+    """An HTML table in a sideways-scrolling container; cells are text (escaped) or HTML from these
+    functions; ``cls`` is the table's class (``kv``: a key/value table, text left-aligned and wrapped)."""
+    return render("table.html.j2", header=header, rows=rows, cls=cls)
+
+
+def compact(value) -> str:
+    """A configuration value on one line: JSON, nested mappings as ``key=value``.
+
+    >>> compact({"steps": [6, 8], "family": "ledger", "rm": {"lr": 0.001}})
+    'steps=[6, 8], family="ledger", rm={"lr": 0.001}'
+    """
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={json.dumps(v, default=str, separators=(', ', ': '))}" for k, v in value.items())
+    return json.dumps(value, default=str, separators=(", ", ": "))
+
+
+def config_block(config: dict | str) -> Markup:
+    """A configuration (``dataclasses.asdict``, or its JSON text) under a "Configuration" heading, collapsed
+    in a ``<details>``: one row per field, the value :func:`compact`."""
+    if isinstance(config, str):
+        config = json.loads(config)
+    rows = [[key, compact(value)] for key, value in config.items()]
+    return render("config.html.j2", fields=len(rows), table=table(["field", "value"], rows, cls="kv"))
 
 
 def figure(path: str | os.PathLike) -> Markup:
@@ -55,11 +79,12 @@ def figure(path: str | os.PathLike) -> Markup:
 
 
 def page(title: str, body: list, heading: str | None = None, command: str | None = None,
-         config: str | None = None) -> str:
+         config: dict | str | None = None) -> str:
     """A self-contained page: ``heading`` (default ``title``), the command that reproduces it (when given),
-    the ``body`` fragments (HTML from these functions, or text), the configuration (when given)."""
-    return str(render("page.html.j2", title=title, heading=heading, command=command, body=body, config=config,
-                      css=Markup(css())))
+    the ``body`` fragments (HTML from these functions, or text), the configuration (when given, a dict or
+    its JSON text: :func:`config_block`)."""
+    return str(render("page.html.j2", title=title, heading=heading, command=command, body=body,
+                      config=None if config is None else config_block(config), css=Markup(css())))
 
 
 def pct(x: float) -> str:
@@ -92,4 +117,5 @@ def steps_section(result: dict) -> Markup:
                   table=table(["subset", "solutions", "acc. erroneous", "acc. correct", "F1"], rows))
 
 
-__all__ = ["bon_section", "css", "environment", "figure", "page", "pct", "render", "steps_section", "table"]
+__all__ = ["bon_section", "compact", "config_block", "css", "environment", "figure", "page", "pct", "render",
+           "steps_section", "table"]

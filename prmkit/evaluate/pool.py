@@ -27,7 +27,6 @@ Formats (``load_pool(path, format=...)``, ``"auto"`` detects them from the first
 from __future__ import annotations
 
 import math
-import re
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -35,13 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from prmkit.convert.candidates import GSM8K_EXAMPLE_MODELS, gsm8k_example_answer, qwen_samples
 from prmkit.evaluate.aggregate import aggregate, parse_score_spec
 from prmkit.io import RecordError, iter_json
 from prmkit.schema import SchemaError, Solution
 
 FORMATS = ("prmkit", "qwen-candidates", "gsm8k-examples")
-GSM8K_EXAMPLE_MODELS = ("6b_finetuning", "6b_verification", "175b_finetuning", "175b_verification")
-"""Sample order of a gsm8k-examples problem; the first one is "the first sample"."""
 
 
 @dataclass
@@ -62,6 +60,9 @@ class Pool:
     format: str = "prmkit"
     group_conflicts: int = 0
     """Answer groups whose members carry different grades (the grader's equivalence and the file's grades disagree)."""
+    truncated: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per score column, the samples without that score whose record says truncation at scoring dropped
+    steps of the model behind it, by that record's ``NAME_steps_lost`` key (:func:`steps_lost_key`)."""
 
     @property
     def n_problems(self) -> int:
@@ -147,8 +148,12 @@ class PoolBuilder:
         self.prob, self.local = array("i"), array("i")
         self.correct, self.has_answer = array("b"), array("b")
         self.scores: dict[str, array] = {c: array("d") for c in self.fixed_columns or []}
+        self.lost: dict[str, array] = {}  # model NAME -> per sample: its record has NAME_steps_lost > 0
 
-    def add(self, problem: str, answer: str | None, correct: bool, scores: dict[str, float] | None = None) -> None:
+    def add(self, problem: str, answer: str | None, correct: bool, scores: dict[str, float] | None = None,
+            solution_scores: dict | None = None) -> None:
+        """One sample. ``solution_scores``: its record's own scores, to tell truncation (``NAME_steps_lost``)
+        apart among the samples that lack a column."""
         p = self.problem_of.setdefault(problem, len(self.problem_of))
         if p == len(self.answers):
             self.answers.append({})
@@ -158,6 +163,27 @@ class PoolBuilder:
         self.has_answer.append(answered)
         self.correct.append(bool(correct) and answered)
         self._add_scores(scores or {})
+        self._add_lost(solution_scores or {})
+
+    def _add_lost(self, scores: dict) -> None:
+        n = len(self.prob) - 1
+        models = {k.removesuffix(STEPS_LOST) for k, v in scores.items() if k.endswith(STEPS_LOST) and v}
+        for model in models - self.lost.keys():
+            self.lost[model] = array("b", [0]) * n
+        for model, col in self.lost.items():
+            col.append(model in models)
+
+    def _truncated(self, column: str) -> dict[str, int]:
+        """Samples without ``column`` whose record says the model behind it lost steps to truncation."""
+        name, step_key = column.partition(":")[0], ":" in column
+        unscored = np.isnan(np.frombuffer(self.scores[column], dtype=np.float64))
+        out = {}
+        for model, col in self.lost.items():
+            if writes_column(model, name, step_key):
+                n = int(np.sum(unscored & np.frombuffer(col, dtype=np.int8).astype(bool)))
+                if n:
+                    out[model + STEPS_LOST] = n
+        return out
 
     def _add_scores(self, scores: dict[str, float]) -> None:
         n = len(self.prob) - 1
@@ -182,9 +208,12 @@ class PoolBuilder:
                     np.frombuffer(self.has_answer, dtype=np.int8).astype(bool)[order], group,
                     {k: np.frombuffer(v, dtype=np.float64)[order] for k, v in self.scores.items()}, self.format)
         pool.group_conflicts = count_group_conflicts(pool)
+        pool.truncated = {name: self._truncated(name) for name in pool.scores}
         for name in self.fixed_columns or []:
             if np.isnan(pool.scores[name]).all():
-                raise ValueError(f"score column {name!r} is missing from every sample")
+                lost = pool.truncated[name]
+                why = f"; {truncation_note('they', lost, name)}" if lost else ""
+                raise ValueError(f"score column {name!r} is missing from every sample{why}")
         return pool
 
     def _groups(self, prob: np.ndarray, local: np.ndarray) -> np.ndarray:
@@ -272,7 +301,7 @@ def _chain(first, rest) -> Iterator:
 def _add_prmkit(builder: PoolBuilder, value: Any, columns: list[str] | None) -> None:
     sol = Solution.from_dict(value)
     key = sol.problem.id if sol.problem.id is not None else sol.problem.problem
-    builder.add(key, sol.answer, _grade_of(sol) == "correct", solution_scores(sol, columns))
+    builder.add(key, sol.answer, _grade_of(sol) == "correct", solution_scores(sol, columns), sol.scores)
 
 
 def _grade_of(sol: Solution) -> str:
@@ -295,8 +324,9 @@ def solution_scores(sol: Solution, columns: list[str] | None) -> dict[str, float
     >>> solution_scores(s, ["orm", "p:min", "p:last"])
     {'orm': 0.4, 'p:min': 0.5, 'p:last': 0.5}
     """
-    if columns is None:
-        return {k: v for k, v in sol.scores.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    if columns is None:  # every number but the truncation counts, which are no score
+        return {k: v for k, v in sol.scores.items()
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and not k.endswith(STEPS_LOST)}
     out = {}
     for spec in columns:
         name, how = parse_score_spec(spec)
@@ -308,36 +338,62 @@ def solution_scores(sol: Solution, columns: list[str] | None) -> dict[str, float
     return out
 
 
-def _add_qwen(builder: PoolBuilder, value: dict, columns: list[str] | None) -> None:
-    preds, grades = value["pred"], value["score"]
-    rm = value.get("pred_score")
-    if len(grades) != len(preds) or (rm is not None and len(rm) != len(preds)):
-        raise ValueError(f"{len(preds)} answers, {len(grades)} grades, {len(rm or [])} scores")
-    key = str(value.get("idx", value.get("question")))
-    for i, (pred, ok) in enumerate(zip(preds, grades)):
-        score = rm[i] if rm is not None else None
-        if isinstance(score, list):
-            if len(score) != 1:
-                raise ValueError(f"pred_score[{i}] has {len(score)} values; expected one")
-            score = score[0]
-        scores = {"pred_score": score} if score is not None else {}
-        builder.add(key, pred, bool(ok), {k: v for k, v in scores.items() if columns is None or k in columns})
+STEPS_LOST = "_steps_lost"
+"""Suffix of the count ``prmkit score`` writes when truncation drops steps: ``NAME_steps_lost`` beside
+the scores ``NAME``, ``NAME_min``... of the model it ran as NAME (step scores ``p_correct`` for ``prm``,
+``NAME_p_correct`` otherwise). Lost steps get no step score; an ORM (or a PRM left with no step) writes
+no solution score at all."""
 
 
-_GSM8K_ANSWER = re.compile(r"A:\s*(.+?)\s*$", re.DOTALL)
+def steps_lost_key(scores: dict, column: str, step_key: bool = False) -> str | None:
+    """The ``NAME_steps_lost`` in a solution's ``scores`` that says truncation at scoring dropped steps of the
+    model behind ``column``, a solution score (``orm``, ``prm_min``) or, with ``step_key``, a step-score
+    key (``p_correct``); None when there is none.
 
-
-def gsm8k_example_answer(solution: str) -> str | None:
-    """The final answer of a grade-school-math example solution: the text after the last ``A:``.
-
-    >>> gsm8k_example_answer("16 - 3 = 13\\nA: 26"), gsm8k_example_answer("no answer")
-    ('26', None)
+    >>> steps_lost_key({"prm_steps_lost": 3}, "prm_min"), steps_lost_key({"prm_steps_lost": 3}, "p_correct", True)
+    ('prm_steps_lost', 'prm_steps_lost')
+    >>> steps_lost_key({"prm_steps_lost": 3}, "orm"), steps_lost_key({"orm_steps_lost": 1}, "orm")
+    (None, 'orm_steps_lost')
     """
-    at = solution.rfind("A:")
-    if at < 0:
-        return None
-    match = _GSM8K_ANSWER.match(solution[at:])
-    return match.group(1) if match else None
+    for key, value in scores.items():
+        if (key.endswith(STEPS_LOST) and isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
+                and writes_column(key.removesuffix(STEPS_LOST), column, step_key)):
+            return key
+    return None
+
+
+def writes_column(model: str, column: str, step_key: bool = False) -> bool:
+    """Whether ``prmkit score --name MODEL`` writes the solution score (or, ``step_key``, the step score)
+    ``column``: ``MODEL``, ``MODEL_min``...; step scores ``p_correct`` for ``prm``, else ``MODEL_p_correct``.
+
+    >>> writes_column("prm", "prm_min"), writes_column("prm", "p_correct", True), writes_column("prm", "orm")
+    (True, True, False)
+    """
+    return column == model or column.startswith(model + "_") or (step_key and model == "prm"
+                                                                  and column.startswith("p_"))
+
+
+def truncation_note(who: str, keys, column: str, step_key: bool = False) -> str:
+    """``who`` lost steps to truncation at scoring (the ``keys`` say so), why, and the fix.
+
+    >>> truncation_note("It", ["orm_steps_lost"], "orm")[:45]
+    'It lost steps to truncation (orm_steps_lost):'
+    """
+    guess = next((k for k in ("orm", "prm") if column == k or column.startswith(k + "_")), "prm|orm")
+    kind = "prm" if step_key or ":" in column else guess
+    return (f"{who} lost steps to truncation ({', '.join(sorted(keys))}): the model's max length cut the "
+            f"solutions short when scoring, and steps past it get no score; train with a longer max length "
+            f"(`prmkit train {kind} ... --max-length N`) and score again")
+
+
+def _add_qwen(builder: PoolBuilder, value: dict, columns: list[str] | None) -> None:
+    key = str(value.get("idx", value.get("question")))
+    for j, (_, pred, ok, score, _) in enumerate(qwen_samples(value)):
+        if ok is None:
+            raise ValueError(f"sample {j} has no 'score' (its correctness): convert the file with `prmkit data "
+                             "convert --from qwen-candidates`, which grades it against the answer")
+        scores = {"pred_score": score} if score is not None else {}
+        builder.add(key, pred, ok, {k: v for k, v in scores.items() if columns is None or k in columns})
 
 
 def _add_gsm8k(builder: PoolBuilder, value: dict, columns: list[str] | None) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from prmkit.evaluate.pool import steps_lost_key, truncation_note
 from prmkit.evaluate.steps import StepSet
 from prmkit.io import RecordError, iter_json
 from prmkit.schema import SchemaError, Solution
@@ -48,14 +49,30 @@ def detect_step_format(record: Any) -> str:
     raise ValueError("cannot detect the step format (ProcessBench or prmkit); pass --format")
 
 
+class MissingStepScore(SchemaError):
+    """A record without the step scores asked for (``lost``: its ``NAME_steps_lost`` key when truncation at
+    scoring dropped steps; ``keys``: the step-score keys it has)."""
+
+    def __init__(self, field: str, message: str, lost: str | None = None, keys: frozenset = frozenset()):
+        super().__init__(field, message)
+        self.lost, self.keys = lost, keys
+
+
 def load_step_set(path, score_key: str, format: str = "auto") -> tuple[StepSet, int]:
-    """Read one subset; returns it and the number of solutions skipped for having no labelled step."""
+    """Read one subset; returns it and the number of solutions skipped for having no labelled step.
+
+    Records without the step scores are all counted before the error, which says how many lack them
+    and why when the file says (truncation at scoring: ``NAME_steps_lost``)."""
     data = StepSet(subset_name(path), [], [], [], [])
     skipped = 0
+    missing: list[tuple[int, MissingStepScore]] = []
     for raw in iter_json(path):
         fmt = detect_step_format(raw.value) if format == "auto" else format
         try:
             row = _processbench(raw.value, score_key) if fmt == "processbench" else _prmkit(raw.value, score_key)
+        except MissingStepScore as e:
+            missing.append((raw.line, e))
+            continue
         except SchemaError as e:
             raise RecordError(path, raw.line, e.field, e.message) from None
         except (KeyError, TypeError, ValueError) as e:
@@ -68,14 +85,34 @@ def load_step_set(path, score_key: str, format: str = "auto") -> tuple[StepSet, 
         data.scores.append(scores)
         data.labels.append(label)
         data.step_labels.append(step_labels)
+    if missing:
+        raise _missing_error(path, score_key, missing, len(missing) + len(data.ids))
     StepSet.__post_init__(data)
     return data, skipped
 
 
+def _missing_error(path, key: str, missing: list, records: int) -> RecordError:
+    """One error for every record without the step scores: how many, the first, and the cause if known."""
+    line, first = missing[0]
+    keys = sorted(set().union(*(e.keys for _, e in missing)))
+    every = len(missing) == records
+    lost = [e.lost for _, e in missing if e.lost]
+    if every and key not in keys and not lost and first.field.startswith("steps["):
+        have = f" (step scores they have: {', '.join(keys[:8])}{', ...' if len(keys) > 8 else ''})" if keys else ""
+        message = f"none of the {records} records has the step score {key!r}{have}; pick the key with --score"
+    else:
+        count = "every record lacks" if every else f"{len(missing)} of {records} records lack{'s' * (len(missing) == 1)}"
+        message = f"{first.message} ({count} {'them' if first.field == key else 'it on some steps'}, this is the first)"
+    if lost:
+        who = "It" if len(missing) == 1 else "All of them" if len(lost) == len(missing) else f"{len(lost)} of them"
+        message += f". {truncation_note(who, set(lost), key, step_key=True)}"
+    return RecordError(path, line, first.field, message)
+
+
 def _processbench(rec: dict, key: str):
     if key not in rec:
-        raise SchemaError(key, f"no per-step scores under {key!r}: ProcessBench ships none; add a PRM's "
-                               "scores (one per step) to each record, or pick the key with --score")
+        raise MissingStepScore(key, f"no per-step scores under {key!r}: ProcessBench ships none; add a PRM's "
+                                    "scores (one per step) to each record, or pick the key with --score")
     scores = [float(x) for x in rec[key]]
     if len(scores) != len(rec["steps"]):
         raise SchemaError(key, f"{len(scores)} scores for {len(rec['steps'])} steps")
@@ -91,7 +128,10 @@ def _prmkit(rec: dict, key: str):
         return None
     missing = [i for i, s in enumerate(steps) if key not in s.scores]
     if missing:
-        raise SchemaError(f"steps[{missing[0]}].scores", f"no step score {key!r} (pick the key with --score)")
+        raise MissingStepScore(f"steps[{missing[0]}].scores",
+                               f"no step score {key!r} on {len(missing)} of its {len(steps)} steps",
+                               steps_lost_key(sol.scores, key, step_key=True),
+                               frozenset(k for s in steps for k in s.scores))
     first = sol.first_error()
     step_labels = [-1 if r is None else int(r >= 0) for r in ratings]
     return sol.id or sol.problem.id or "", [float(s.scores[key]) for s in steps], -1 if first is None else first, \

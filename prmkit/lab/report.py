@@ -1,11 +1,12 @@
 """The lab run's page: ``RUN_DIR/report.html``, self-contained, every seed shown.
 
-Sections: the command that reproduces the run; the targets of the issue checked per seed; a table of
+Sections: the command that reproduces the run; the lab's targets checked per seed; a table of
 the headline numbers per seed (held-out pool and OOD family) with 95% bootstrap CIs; best-of-N
 figures per seed; the label-budget sweep when the run has one; step-level AUROC per kind of error;
 wall time per stage; the sections of the studies run in the same folder (``study-*/section.html``,
 see :mod:`prmkit.lab.study`); every number at every N (:func:`prmkit.evaluate.html.bon_section`); the page is built from
-prmkit's templates (:mod:`prmkit.evaluate.html`); the configuration.
+prmkit's templates (:mod:`prmkit.evaluate.html`); the configuration, collapsed, one row per field
+(:func:`prmkit.evaluate.html.config_block`).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ PLOTTED = ("pass", "maj_acc", "bon_acc[prm_min]", "bon_acc[prm_product]", "bon_a
 TARGETS = (("PRM@N - ORM@N", "prm_min@{N}", "orm@{N}", 0.15),
            ("PRM@N - majority@N", "prm_min@{N}", "majority@{N}", 0.15),
            ("PRM@16 - label-free@16", "prm_min@16", "label_free@16", 0.10))
-"""The issue's targets: (name, PRM metric, baseline metric, least gap). PRM means ``prm_min``, the
+"""The lab's targets: (name, PRM metric, baseline metric, least gap). PRM means ``prm_min``, the
 aggregation chosen before any run (the study found min more robust than the product); step AUROC
 must reach :data:`AUROC_TARGET`. N is the pool's largest N (64 in the default preset)."""
 AUROC_TARGET = 0.90
@@ -108,9 +109,9 @@ def _plot(result: dict, path: Path, title: str) -> str:
 def _plot_sweep(rows_by_seed: dict[int, list[dict]], path: Path) -> str:
     import matplotlib.pyplot as plt
 
-    from prmkit.evaluate.plots import save_figure
+    from prmkit.evaluate.plots import legend_below, save_figure
 
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(6, 4), layout="constrained")
     for i, (seed, rows) in enumerate(sorted(rows_by_seed.items())):
         x = [r["labelled"] for r in rows]
         for j, (key, label) in enumerate((("prm_min", "PRM (min)"), ("orm", "ORM"), ("majority", "majority"))):
@@ -125,7 +126,7 @@ def _plot_sweep(rows_by_seed: dict[int, list[dict]], path: Path) -> str:
     ax.set_ylabel("best-of-N accuracy at the largest N (%)")
     ax.set_title("Label-budget sweep (one line per seed)", fontsize=10)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
+    legend_below(fig, *ax.get_legend_handles_labels())
     return save_figure(fig, path)
 
 
@@ -153,8 +154,8 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
     checks = {s: check_targets(results[s]["eval"]["headline"]) for s in seeds}
     figures = []
     for s in seeds:
-        figures.append(_plot(results[s]["eval"], fig_dir / f"bon-seed{s}.png", f"Held-out pool, seed {s} (95% CI bands)"))
-        figures.append(_plot(results[s]["ood"], fig_dir / f"ood-seed{s}.png", f"OOD family, seed {s} (95% CI bands)"))
+        figures.append(_plot(results[s]["eval"], fig_dir / f"bon-seed{s}.png", f"Held-out pool, seed {s}"))
+        figures.append(_plot(results[s]["ood"], fig_dir / f"ood-seed{s}.png", f"OOD family, seed {s}"))
     sweeps = {s: sweep_rows(results[s]["eval"], cfg.labelled) for s in seeds}
     pooled = {p: pooled_gaps({s: results[s][p] for s in seeds}, cfg.bootstrap)
               for p in ("eval", "ood") if has_per_problem({s: results[s][p] for s in seeds})}
@@ -162,7 +163,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
     parts = [_note(cfg)]
     if pooled:
         parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), table(*pooled_rows(pooled, spread))]
-    parts += [Markup("<h2>The first lab issue's targets, per seed (held-out pool)</h2>"), targets_table(checks),
+    parts += [Markup("<h2>The lab's targets, per seed (held-out pool)</h2>"), targets_table(checks),
              Markup("<h2>Held-out pool: headline numbers per seed</h2>"),
              seed_table({s: results[s]["eval"] for s in seeds}),
              Markup("<h2>Out-of-distribution family: headline numbers per seed</h2>"),
@@ -184,7 +185,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
                 s, p, bon_section(result)))
     text = page(f"prmkit lab run: {cfg.name}", parts,
                 heading=f"prmkit lab run: preset {cfg.name}, seeds {', '.join(map(str, seeds))}", command=command,
-                config=json.dumps(dataclasses.asdict(cfg), indent=2, default=str))
+                config=dataclasses.asdict(cfg))
     with atomic_output(run_dir / "report.html") as f:
         f.write(text)
     return {"command": command, "preset": cfg.name, "seeds": seeds,
@@ -250,7 +251,7 @@ def reason_table(results: dict) -> str:
             prm, lik = d["prm"]["by_reason"].get(r), d["likelihood"]["by_reason"].get(r)
             row.append("-" if prm is None else f"{prm['auroc']:.3f} / {lik['auroc']:.3f} (n={prm['wrong_steps']})")
         rows.append(row)
-    return ("<p class='note'>wrong steps of one kind against all correct steps: PRM / base-model likelihood</p>"
+    return (Markup("<p class='note'>wrong steps of one kind against all correct steps: PRM / base-model likelihood</p>")
             + table(["error (oracle reason)"] + [f"seed {s}" for s in seeds], rows))
 
 

@@ -251,7 +251,9 @@ def choose(s: Session, user: User, assignment_id: int, step: int, *, completion:
         raise LabelError("give either a completion to continue with or the text of your own step")
     unrated = [j for j in range(len(steps[step]["completions"])) if getattr(labels.get((step, j)), "rating", None) is None]
     if unrated:
-        raise Conflict(f"rate every alternative first (unrated: {unrated})")
+        # counted as the page shows them: "Step 1" first, alternatives 1, 2, ... from the top
+        raise Conflict(f"rate every alternative of step {step + 1} first (unrated: alternative"
+                       f"{'s' * (len(unrated) > 1)} {', '.join(str(j + 1) for j in unrated)}, counting from the top)")
     if completion is not None:
         lab = labels.get((step, completion))
         if lab is None:

@@ -166,8 +166,8 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
         held, eval_report = build_examples(eval_sols, tokenizer, fmt, **kw)
     accelerator.print(f"train: {report.summary()}")
     accelerator.print(f"eval: {eval_report.summary()}")
+    features = attach_features(cfg, tokenizer, [*train, *held], accelerator.device)  # refuses a wrong source first
     check_training_data(cfg, report, train_sols, tokenizer, fmt, model_limit(model.backbone))
-    features = attach_features(cfg, tokenizer, [*train, *held], accelerator.device)
     accelerator.print(f"batches: {'packed (no padding)' if packed else 'padded'}")
     group = cfg.batch_size * cfg.grad_accum * accelerator.num_processes
     if len(train) < group:

@@ -52,9 +52,14 @@ def test_batched_equals_one_at_a_time_and_seed_decides(lm_dir):
 def test_greedy_is_the_argmax_and_top_p_keeps_the_head(lm_dir):
     import torch
 
-    greedy = HFBackend.from_config(GenerateConfig(model=str(lm_dir), temperature=0, max_new_tokens=5))
-    a, b = greedy.generate(PROBLEMS[:1], 2)[0]
-    assert a.text == b.text  # no noise at temperature 0
+    from prmkit.generate.hf import Sampling
+
+    greedy = HFBackend.from_config(GenerateConfig(model=str(lm_dir), temperature=0, max_new_tokens=3))
+    prompt = greedy.prompt_ids(PROBLEMS[0], [])
+    (ids, _), = greedy.sampler.sample([prompt], [0], Sampling(3, 0.0, 1.0))
+    with torch.no_grad():
+        logits = greedy.sampler.model(torch.tensor([prompt + ids[:1]])).logits[0]
+    assert ids[:2] == [int(logits[-2].argmax()), int(logits[-1].argmax())]  # the model's own argmax, twice
     scores = torch.tensor([[3.0, 2.0, 1.0, -5.0]])
     kept = torch.isfinite(top_p_filter(scores, 0.8))[0].tolist()
     assert kept == [True, True, False, False]  # 0.67 then 0.91 of the mass: two tokens reach 0.8
@@ -187,3 +192,48 @@ def test_the_few_shot_recipe_in_the_repository_prompts_in_the_papers_format(lm_d
     assert text.startswith("Problem: What is the sum of the first 10 positive odd integers?\nSolution:\nThe first")
     assert text.endswith("# Answer\n\n6\n\nProblem: What is 2+3?\nSolution:\n")
     assert cfg.stop == ["\nProblem:"] and HFBackend.from_config(cfg).generate(PROBLEMS[:1], 2)
+
+
+def test_stop_strings_end_generation(lm_dir):
+    free = HFBackend.from_config(GenerateConfig(model=str(lm_dir), n=4, max_new_tokens=24)).generate(PROBLEMS[:1], 4)[0]
+    text = next(s.text for s in free if len(s.text) > 10)
+    stop = text[6:8]
+    cut = HFBackend.from_config(GenerateConfig(model=str(lm_dir), n=4, max_new_tokens=24, stop=[stop])).generate(
+        PROBLEMS[:1], 4)[0]
+    for a, b in zip(free, cut):
+        if stop in a.text:
+            assert b.text == a.text[: a.text.index(stop)] and b.finish_reason == "stop" and b.tokens < a.tokens
+        else:
+            assert (b.text, b.tokens) == (a.text, a.tokens)
+
+
+def test_a_rerun_after_a_kill_between_the_two_renames_writes_no_duplicate(problems_file, tmp_path):
+    out = tmp_path / "out.jsonl"
+    cfg = GenerateConfig(backend="lab", n=2, progress=False)
+    generate_file(problems_file, out, cfg, backend=ScriptedBackend())
+    part_path(out).write_text(out.read_text())  # killed after OUT was replaced, before its partial file went
+    assert generate_file(problems_file, out, cfg, backend=ScriptedBackend())["written"] == 0
+    ids = [s.id for s in read_solutions(out)]
+    assert len(ids) == len(set(ids)) == 8 and not part_path(out).exists()
+
+
+def test_shards_may_share_one_output_and_more_samples_extend_it(problems_file, tmp_path):
+    out = tmp_path / "out.jsonl"
+    for i in range(2):
+        cfg = GenerateConfig(backend="lab", n=1, shard=f"{i}/2", progress=False)
+        generate_file(problems_file, out, cfg, backend=ScriptedBackend())
+    assert sorted(s.id for s in read_solutions(out)) == sorted(f"{p.id}/0-0" for p in PROBLEMS)
+    summary = generate_file(problems_file, out, GenerateConfig(backend="lab", n=3, progress=False),
+                            backend=ScriptedBackend())
+    assert summary["written"] == 8 and summary["skipped_already_done"] == 4
+    assert sorted(s.id for s in read_solutions(out)) == sorted(f"{p.id}/0-{j}" for p in PROBLEMS for j in range(3))
+
+
+def test_a_rerun_with_other_settings_is_refused(lm_dir, problems_file, tmp_path):
+    out = tmp_path / "out.jsonl"
+    cfg = GenerateConfig(model=str(lm_dir), n=1, max_new_tokens=4, progress=False)
+    generate_file(problems_file, out, cfg)
+    with pytest.raises(ValueError, match=r"temperature: 1.0 there, 0.5 now.*--no-resume"):
+        generate_file(problems_file, out, GenerateConfig(**{**cfg.__dict__, "n": 2, "temperature": 0.5}))
+    assert generate_file(problems_file, out, GenerateConfig(**{**cfg.__dict__, "n": 2, "temperature": 0.5,
+                                                               "resume": False}))["written"] == 8

@@ -56,7 +56,12 @@ def test_the_lab_backend_through_generate_file(tmp_path):
     direct = [s.texts for s in generate(problems, preset("quick").generator, 4, seed=2)]
     assert via_file == direct
     b = lab_backend(GenerateConfig(backend="lab"))
-    assert b.complete(problems[0], [], 3) != b.complete(problems[0], [], 3)[:1]
+    rest = b.complete(problems[0], [], 6)
+    assert rest == b.complete(problems[0], [], 6) and len({r.text for r in rest}) > 1  # seeded, and samples differ
+    with pytest.raises(ValueError, match="takes no --temperature, --stop"):
+        lab_backend(GenerateConfig(backend="lab", temperature=0.5, stop=["x"]))
+    with pytest.raises(ValueError, match="lab-lm backend prompts its base in the lab's layout: it takes no --prompt"):
+        lab_backend(GenerateConfig(backend="lab-lm", prompt="Q: {problem}"))
 
 
 def test_lab_text_undoes_the_word_level_decoder():
@@ -75,6 +80,9 @@ def test_the_lm_policy_samples_graded_pools_of_the_domain(lab_cache):
     assert d["step_reasons"].get("unparseable step", 0) < 0.05  # it writes the domain's lines
     assert d["maj_acc@16"] < d["pass@16"] and d["pass@1"] < d["pass@16"]
     assert 5 <= d["steps_per_solution"] <= 12 and d["no_answer"] < 0.1
+    ends = [s.meta["generation"]["finish_reason"] for s in pool]
+    assert ends.count("stop") >= 0.95 * len(ends)  # it stops after its "# Answer" step: no EOS needed
+    assert all(s.texts[-1].startswith("# Answer\n\n") for s in pool if s.answer is not None)
     again = generate_pool(cfg, seed=0, split="eval", problems=12, samples=16)
     assert [s.texts for s in again] == [s.texts for s in pool]  # the seed decides the samples
     backend = lab_backend(GenerateConfig(backend="lab-lm", model="quick", max_new_tokens=200))

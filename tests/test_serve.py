@@ -152,8 +152,8 @@ def fault_app(mode: str, fail_after: int = 0) -> FastAPI:
 @pytest.mark.parametrize("mode, message", [
     ("500", r"HTTP 500 after 1 retries: .*model exploded"),
     ("few-choices", "malformed response: expected 2 choices, got 1"),
-    ("not-json", "malformed response"),
-    ("truncated", "malformed response"),
+    ("not-json", r"malformed response \(JSONDecodeError: Expecting value: line 1 column 1"),
+    ("truncated", r"malformed response \(JSONDecodeError: .*char 40\)"),
 ])
 def test_faults_name_what_failed(mode, message):
     with background(fault_app(mode)) as u:
@@ -206,3 +206,43 @@ def test_the_serve_command_listens_on_loopback(tiny_lm):
     finally:
         proc.terminate()
         proc.wait(timeout=20)
+
+
+def test_a_cancelled_request_does_not_stop_the_batcher():
+    import threading
+    from concurrent.futures import CancelledError
+
+    from prmkit.serve.batcher import Batcher
+
+    gate = threading.Event()
+    b = Batcher(lambda xs: (gate.wait(5), [x + 1 for x in xs])[1], max_batch=1)
+    first = b.submit(1)  # the worker is busy with it
+    waiting = b.submit(2)
+    assert waiting.cancel()  # its client went away while it queued
+    gate.set()
+    assert first.result(timeout=5) == 2 and b.submit(3).result(timeout=5) == 4
+    with pytest.raises(CancelledError):
+        waiting.result()
+    b.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        b.submit(4)
+
+
+def test_chat_on_a_server_without_a_generator_is_a_404(prm_dir):
+    svc = Service(ServeConfig(scorer=str(prm_dir)))
+    with background(svc) as u, pytest.raises(openai.NotFoundError, match="no generator"):
+        client(u).chat.completions.create(model="x", messages=[{"role": "user", "content": "hi"}])
+    svc.close()
+
+
+def test_stop_strings_end_generation_and_are_cut(url):
+    c = client(url)
+    free = c.completions.create(model="tiny", prompt="1 + 2 =\n", n=4, max_tokens=24, seed=3)
+    stop = next(ch.text[5:7] for ch in free.choices if len(ch.text) > 8)  # two characters from a sample's middle
+    cut = c.completions.create(model="tiny", prompt="1 + 2 =\n", n=4, max_tokens=24, seed=3, stop=[stop])
+    for a, b in zip(free.choices, cut.choices):
+        if stop in a.text:
+            assert b.text == a.text[: a.text.index(stop)] and b.finish_reason == "stop"
+        else:
+            assert b.text == a.text
+    assert cut.usage.completion_tokens < free.usage.completion_tokens  # generation stopped there

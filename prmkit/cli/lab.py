@@ -246,7 +246,8 @@ def _seeds(text: str) -> list[int]:
 
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
-                   help="sizes and settings to start from (quick: seconds; default: 300 x 64 held out; full: larger)")
+                   help="sizes and settings to start from: quick (seconds), default (300 x 64 held out), full (larger), "
+                        "quick-lm (quick, its pools sampled from the base model)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (generator.check_rate=0.1, labellers.flip_rate=0, "
                         "domain.steps=6,10); repeatable")
@@ -310,8 +311,9 @@ def _register_run(sub) -> None:
                                    "weighted votes, a label-free baseline and pass@N, on held-out problems and an "
                                    "out-of-distribution family; report.html with figures, configuration and wall times.")
     p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
-                   help="quick: small pools, a few minutes; default: 300 x 64 held out, 2,000 labelled, ~10 min per "
-                        "seed; full: larger pools and a label-budget sweep")
+                   help="quick (small pools, a few minutes), default (300 x 64 held out, 2,000 labelled, ~10 min per "
+                        "seed), full (larger pools and a label-budget sweep), quick-lm (quick, its pools sampled "
+                        "from the base model)")
     _add_recipe_flag(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (rm.max_steps=400, base.steps=600, label_budgets=500,2000, "

@@ -25,11 +25,12 @@ from prmkit.schema import Problem
 
 @dataclass
 class Sample:
-    """One sampled continuation: its text, its length in tokens, and why it ended (``stop``: the model or a
-    stop rule ended it; ``length``: ``max_new_tokens`` ran out)."""
+    """One sampled continuation: its text, its length in tokens (None where a server does not say per
+    sample), and why it ended (``stop``: the model or a stop rule ended it; ``length``: ``max_new_tokens``
+    ran out)."""
 
     text: str
-    tokens: int
+    tokens: int | None
     finish_reason: str
 
 

@@ -2,13 +2,17 @@
 
 Sampling is the Gumbel-max trick: each row adds its own Gumbel noise, drawn from a generator seeded by
 (seed, problem, prefix, sample index) (:func:`prmkit.generate.backend.sample_seed`), to its logits and
-takes the argmax. That is exact sampling from the tempered (top-p filtered) distribution, and a row's
-draws do not depend on what else is in its batch, so batched generation gives the same samples as
-one-at-a-time generation under the same seed (``bench/bench_generate.py`` measures both).
+takes the argmax: a sample from the tempered (top-p filtered) distribution, and a row's draws do not
+depend on what else is in its batch, so batched generation gives the same samples as one-at-a-time
+generation under the same seed (``bench/bench_generate.py`` measures both). The model's own generation
+defaults (repetition penalties, suppressed tokens...) are switched off: what is sampled is the
+model's distribution, nothing else.
 
-A sample ends at the tokenizer's EOS, at ``max_new_tokens``, or after the paper's closing step (a
-``# Answer`` line with its answer, then a step end): models pretrained on that format, like the lab's
-base, never learned an EOS.
+A sample ends at an end-of-sequence token (the model's and the tokenizer's), at ``max_new_tokens``, at
+a stop string, or after the paper's closing step (a ``# Answer`` line with its answer, then a step
+end): models pretrained on that format, like the lab's base, never learned an EOS. Stops are checked
+on the decoded text of each new token (:class:`RowStops`), so they do not depend on how a tokenizer
+splits ``# Answer``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from dataclasses import dataclass
 from prmkit.generate.backend import Backend, Sample, problem_key, sample_seed
 from prmkit.generate.prompt import format_of, load_shots, render_problem
 from prmkit.generate.steps import ANSWER
+
+_ANSWER_KEY = ANSWER.replace(" ", "")
 
 
 @dataclass(frozen=True)
@@ -30,23 +36,22 @@ class Sampling:
 
 
 class RowNoise:
-    """A logits processor: ``logits / T`` (top-p filtered) plus per-row Gumbel noise from per-row generators."""
+    """A logits processor: ``logits / T`` (top-p filtered) plus per-row Gumbel noise from per-row generators
+    (on the logits' device, so a GPU run draws its noise there)."""
 
     def __init__(self, seeds: list[int], sampling: Sampling):
-        import torch
-
-        self.generators = [torch.Generator().manual_seed(s) for s in seeds]
-        self.sampling = sampling
+        self.seeds, self.sampling, self.generators = seeds, sampling, None
 
     def __call__(self, input_ids, scores):
         import torch
 
+        if self.generators is None:
+            self.generators = [torch.Generator(device=scores.device).manual_seed(s) for s in self.seeds]
         scores = scores.float() / max(self.sampling.temperature, 1e-6)
         if self.sampling.top_p < 1:
             scores = top_p_filter(scores, self.sampling.top_p)
-        u = torch.stack([torch.rand(scores.shape[-1], generator=g) for g in self.generators])
-        gumbel = -torch.log(-torch.log(u.clamp(1e-12, 1 - 1e-7)))
-        return scores + gumbel.to(scores.device)
+        u = torch.stack([torch.rand(scores.shape[-1], generator=g, device=scores.device) for g in self.generators])
+        return scores + -torch.log(-torch.log(u.clamp(1e-12, 1 - 1e-7)))
 
 
 def top_p_filter(scores, top_p: float):
@@ -60,42 +65,77 @@ def top_p_filter(scores, top_p: float):
     return scores.masked_fill(drop, float("-inf"))
 
 
-class AnswerStop:
-    """A stopping criterion: a row is done once it wrote ``# Answer``, some answer, then a step end."""
+class TextStop:
+    """Where one row's text ends, fed one decoded token at a time: after a stop string, or after the
+    closing ``# Answer`` step (its line, some answer, then ``end`` text: a newline or the format's marker).
 
-    def __init__(self, tokenizer, prompt_len: int, rows: int, end_ids: set[int]):
-        self.answer = tokenizer.encode(ANSWER, add_special_tokens=False)
-        self.end_ids, self.prompt_len = end_ids, prompt_len
-        self.state = [0] * rows  # 0: no answer yet, 1: answer line seen, 2: answer has content, 3: done
+    >>> t = TextStop(stops=[], end="\\n")
+    >>> [t.feed(p) for p in ["x = 1", "\\n", "#", " Answer", "\\n\\n", "4", "\\n"]]
+    [False, False, False, False, False, False, True]
+    >>> t = TextStop(stops=["Problem:"], end="\\n")
+    >>> [t.feed(p) for p in ["a", " Prob", "lem:"]]
+    [False, False, True]
+    """
+
+    def __init__(self, stops: list[str], end: str):
+        self.stops, self.end = [s for s in stops if s], end
+        self.text, self.answer_at, self.content = "", -1, False
+
+    def feed(self, piece: str) -> bool:
+        self.text += piece
+        if any(s in self.text[-len(s) - len(piece):] for s in self.stops):
+            return True
+        if self.answer_at < 0:
+            if _ANSWER_KEY in self.text[-len(ANSWER) - len(piece) - 8:].replace(" ", ""):
+                self.answer_at = len(self.text)
+            return False
+        if self.end in piece and self.content:
+            return True
+        self.content = self.content or bool(piece.replace(self.end, "").strip())
+        return False
+
+
+class RowStops:
+    """A stopping criterion over a batch: one :class:`TextStop` per row, fed each new token's text (decoded
+    once per token id); ``ends[r]`` is how many new tokens row ``r`` kept."""
+
+    def __init__(self, sampler: Sampler, rows: int, stops: list[str]):
+        self.sampler = sampler
+        self.rows = [TextStop(stops, sampler.end) for _ in range(rows)]
+        self.ends: list[int | None] = [None] * rows
+        self.steps = 0
 
     def __call__(self, input_ids, scores, **kwargs):
         import torch
 
-        for r in range(input_ids.shape[0]):
-            tok = int(input_ids[r, -1])
-            s = self.state[r]
-            if s == 0 and input_ids.shape[1] - self.prompt_len >= len(self.answer):
-                tail = input_ids[r, -len(self.answer):].tolist()
-                s = 1 if tail == self.answer else 0
-            elif s in (1, 2):
-                s = (3 if s == 2 else 1) if tok in self.end_ids else 2
-            self.state[r] = s
-        return torch.tensor([s == 3 for s in self.state], device=input_ids.device)
+        self.steps += 1
+        last = input_ids[:, -1].tolist()
+        for r, tok in enumerate(last):
+            if self.ends[r] is None and (tok in self.sampler.eos or self.rows[r].feed(self.sampler.piece(tok))):
+                self.ends[r] = self.steps - (tok in self.sampler.eos)
+        return torch.tensor([e is not None for e in self.ends], device=input_ids.device)
 
 
 class Sampler:
-    """A causal LM and its tokenizer that sample token ids: ``sample(prompts, seeds, sampling)``."""
+    """A causal LM and its tokenizer that sample token ids: ``sample(prompts, seeds, sampling)``.
+    ``end``: the text that ends a step (a newline, or a format's marker)."""
 
-    def __init__(self, model, tokenizer, device: str = "cpu", end_tokens: tuple[str, ...] = ("\n",)):
-        self.model, self.tokenizer, self.device = model, tokenizer, device
+    def __init__(self, model, tokenizer, device: str = "cpu", end: str = "\n"):
+        import transformers
+
+        self.model, self.tokenizer, self.device, self.end = model, tokenizer, device, end
         self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        ids = [tokenizer.encode(t, add_special_tokens=False) for t in end_tokens]
-        self.end_ids = {i[0] for i in ids if len(i) == 1}
-        self.skip = {i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id, tokenizer.bos_token_id)
-                     if i is not None}
+        own = getattr(model.generation_config, "eos_token_id", None)
+        own = own if isinstance(own, list) else [own]
+        self.eos = {i for i in [*own, tokenizer.eos_token_id] if i is not None}
+        # the model's generation defaults would add processors (repetition penalty, ...) even to greedy search
+        model.generation_config = transformers.GenerationConfig(pad_token_id=self.pad, eos_token_id=sorted(self.eos),
+                                                                do_sample=False)
+        self.skip = {i for i in (tokenizer.pad_token_id, tokenizer.bos_token_id, *self.eos) if i is not None}
+        self._pieces: dict[int, str] = {}
 
     @classmethod
-    def load(cls, folder: str, device: str = "auto", end_tokens: tuple[str, ...] = ("\n",)) -> Sampler:
+    def load(cls, folder: str, device: str = "auto", end: str = "\n") -> Sampler:
         """A model folder loaded with ``from_pretrained`` (bf16 on CUDA)."""
         import torch
         import transformers
@@ -106,49 +146,39 @@ class Sampler:
         dtype = torch.bfloat16 if dev == "cuda" else torch.float32
         tok = transformers.AutoTokenizer.from_pretrained(folder)
         model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(dev).eval()
-        return cls(model, tok, dev, end_tokens)
+        return cls(model, tok, dev, end)
 
-    def sample(self, prompts: list[list[int]], seeds: list[int], sampling: Sampling) -> list[tuple[list[int], str]]:
-        """Per prompt, the generated ids (cut after a stop) and the finish reason; one generate call."""
+    def piece(self, token_id: int) -> str:
+        """The text of one token (cached)."""
+        if token_id not in self._pieces:
+            self._pieces[token_id] = self.tokenizer.decode([token_id], skip_special_tokens=False)
+        return self._pieces[token_id]
+
+    def sample(self, prompts: list[list[int]], seeds: list[int], sampling: Sampling,
+               stops: list[str] = ()) -> list[tuple[list[int], str]]:
+        """Per prompt, the generated ids (through the stop, EOS excluded) and the finish reason; one generate call."""
         import torch
         import transformers
 
         width = max(len(p) for p in prompts)
         ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], device=self.device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
-        stop = AnswerStop(self.tokenizer, width, len(prompts), self.end_ids)
+        stop = RowStops(self, len(prompts), list(stops))
         processors = [] if sampling.temperature == 0 else [RowNoise(seeds, sampling)]
         config = transformers.GenerationConfig(do_sample=False, max_new_tokens=sampling.max_new_tokens,
-                                               pad_token_id=self.pad, eos_token_id=self.tokenizer.eos_token_id)
+                                               pad_token_id=self.pad, eos_token_id=sorted(self.eos))
         with torch.no_grad():
             out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
                                       logits_processor=transformers.LogitsProcessorList(processors),
                                       stopping_criteria=transformers.StoppingCriteriaList([stop]))
-        return [self._cut(row[width:].tolist(), stop.state[r] == 3, sampling)
-                for r, row in enumerate(out)]
-
-    def _cut(self, new: list[int], answered: bool, sampling: Sampling) -> tuple[list[int], str]:
-        eos = self.tokenizer.eos_token_id
-        if eos is not None and eos in new:
-            return new[: new.index(eos)], "stop"
-        if answered:
-            return _through_answer(new, self), "stop"
-        kept = [t for t in new if t != self.pad]
-        return kept, "stop" if len(kept) < sampling.max_new_tokens else "length"
+        rows = []
+        for r, row in enumerate(out):
+            new, end = row[width:].tolist(), stop.ends[r]
+            rows.append((new[:end], "stop") if end is not None else (new, "length"))
+        return rows
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode([i for i in ids if i not in self.skip], skip_special_tokens=False)
-
-
-def _through_answer(new: list[int], sampler: Sampler) -> list[int]:
-    """The ids up to the step end that closed the answer (the rest of the row is padding)."""
-    stop = AnswerStop(sampler.tokenizer, 0, 1, sampler.end_ids)
-    import torch
-
-    for k in range(1, len(new) + 1):
-        if bool(stop(torch.tensor([new[:k]]), None)[0]):
-            return new[:k]
-    return new
 
 
 def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
@@ -176,8 +206,7 @@ class HFBackend(Backend):
     def from_config(cls, cfg) -> HFBackend:
         if not cfg.model:
             raise ValueError("the hf backend needs --model, a local model folder")
-        ends = (cfg.marker,) if cfg.marker else (cfg.separator or "\n",)
-        return cls(cfg, Sampler.load(cfg.model, cfg.device, ends))
+        return cls(cfg, Sampler.load(cfg.model, cfg.device, cfg.marker or cfg.separator or "\n"))
 
     def prompt_ids(self, problem, prefix_steps: list[str]) -> list[int]:
         """The prompt's ids, laid out by the one formatter (:func:`prmkit.model.formatter.encode`)."""
@@ -203,10 +232,10 @@ class HFBackend(Backend):
             batch = rows[b:b + size]
             for (q, j, _, _), (ids, reason) in zip(batch, self.sampler.sample([r[2] for r in batch],
                                                                                [r[3] for r in batch],
-                                                                               self.sampling)):
+                                                                               self.sampling, self.cfg.stop)):
                 out[q][j] = self._sample(ids, reason)
         return out  # type: ignore[return-value]
 
     def _sample(self, ids: list[int], reason: str) -> Sample:
-        text, stopped = cut_at_stop(self.detokenize(self.sampler.decode(ids)), self.cfg.stop)
-        return Sample(text, len(ids), "stop" if stopped else reason)
+        text, _ = cut_at_stop(self.detokenize(self.sampler.decode(ids)), self.cfg.stop)
+        return Sample(text, len(ids), reason)

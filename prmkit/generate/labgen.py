@@ -33,10 +33,30 @@ def lab_preset(cfg):
     return preset(cfg.model or "default")
 
 
+RULES_IGNORE = ("temperature", "top_p", "max_new_tokens", "prompt", "few_shot", "few_shot_n", "chat_template", "stop",
+                "marker")
+"""Settings the rule-based generator has no use for: it samples by its rules, from no prompt."""
+LM_FIXED = ("prompt", "few_shot", "few_shot_n", "chat_template", "problem_suffix", "separator", "marker")
+"""Settings ``lab-lm`` fixes: its base is prompted in the layout it was pretrained on."""
+
+
+def refuse_settings(cfg, names: tuple[str, ...], backend: str, why: str) -> None:
+    """A ValueError naming every setting of ``names`` changed from its default (none is silently ignored)."""
+    from prmkit.generate.config import GenerateConfig
+
+    default = GenerateConfig()
+    changed = [n for n in names if getattr(cfg, n) != getattr(default, n)]
+    if changed:
+        flags = ", ".join("--" + n.replace("_", "-") for n in changed)
+        raise ValueError(f"the {backend} backend {why}: it takes no {flags}")
+
+
 class LabBackend(Backend):
-    """The rule-based lab generator: exact to the lab's design, instant, no weights."""
+    """The rule-based lab generator: exact to the lab's design, instant, no weights. Its samples of a problem
+    are drawn as one block, so sample ``j`` depends on ``n`` too (as the lab's pools always have)."""
 
     def __init__(self, cfg):
+        refuse_settings(cfg, RULES_IGNORE, "lab", "samples by its rules (lab-lm samples a model)")
         self.cfg, self.generator = cfg, lab_preset(cfg).generator
         self.name = self.generator.name
 
@@ -75,12 +95,13 @@ def lab_lm_backend(cfg, progress: bool = False, log=print, lab=None):
     from prmkit.lab.base import ensure_base
     from prmkit.lab.config import lab_format
 
+    refuse_settings(cfg, LM_FIXED, "lab-lm", "prompts its base in the lab's layout")
     lab = lab or lab_preset(cfg)
     folder = ensure_base(lab, progress=progress, log=log, device=cfg.device)
     fmt = lab_format(lab.base.max_length)
     cfg = dataclasses.replace(cfg, separator=fmt.separator, marker=fmt.marker, problem_suffix=fmt.problem_suffix,
                               prompt="{problem}", chat_template=False)
-    sampler = Sampler.load(str(folder), cfg.device, end_tokens=(fmt.marker,))
+    sampler = Sampler.load(str(folder), cfg.device, end=fmt.marker)
     return HFBackend(cfg, sampler, name=f"lab-lm/{folder.name}", detokenize=lab_text)
 
 

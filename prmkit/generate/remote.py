@@ -43,14 +43,19 @@ class OpenAIBackend(Backend):
 
     def complete(self, problem, prefix_steps, n):
         endpoint = "chat/completions" if self.cfg.chat_template else "completions"
+        import openai
+
+        where = f"{self.cfg.base_url}/{endpoint}, problem {problem_key(problem)}"
         try:
             reply = self._request(problem, list(prefix_steps), n)
+        except (openai.APIError, ValueError) as e:  # ValueError: a body that is not JSON
+            raise GenerationError(f"{where}: {_describe(e, self.cfg.retries)}") from e
+        try:
             return _samples(reply, n, self.cfg.chat_template)
         except GenerationError as e:
-            raise GenerationError(f"{self.cfg.base_url}/{endpoint}, problem {problem_key(problem)}: {e}") from e
-        except Exception as e:
-            raise GenerationError(f"{self.cfg.base_url}/{endpoint}, problem {problem_key(problem)}: "
-                                  f"{_describe(e, self.cfg.retries)}") from e
+            raise GenerationError(f"{where}: {e}") from e
+        except (AttributeError, TypeError) as e:  # a reply of the wrong shape
+            raise GenerationError(f"{where}: malformed response ({type(e).__name__}: {e})") from e
 
     def _request(self, problem, prefix_steps: list[str], n: int):
         cfg = self.cfg
@@ -79,13 +84,14 @@ def _samples(reply, n: int, chat: bool) -> list[Sample]:
         got = len(choices) if isinstance(choices, list) else type(choices).__name__
         raise GenerationError(f"malformed response: expected {n} choices, got {got}")
     usage = getattr(reply, "usage", None)
-    per_choice = (usage.completion_tokens // n) if usage is not None and usage.completion_tokens else None
+    # a reply counts its tokens in all; per choice they are known only when there is one choice
+    per_choice = usage.completion_tokens if usage is not None and n == 1 else None
     out = []
     for c in sorted(choices, key=lambda c: c.index):
         text = c.message.content if chat and c.message is not None else getattr(c, "text", None)
         if not isinstance(text, str):
             raise GenerationError(f"malformed response: choice {c.index} has no text")
-        out.append(Sample(text, per_choice if per_choice is not None else len(text.split()), c.finish_reason or "stop"))
+        out.append(Sample(text, per_choice, c.finish_reason or "stop"))
     return out
 
 

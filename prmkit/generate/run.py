@@ -32,7 +32,7 @@ import time
 from itertools import islice
 from pathlib import Path
 
-from prmkit.generate.backend import Backend, Sample, make_backend
+from prmkit.generate.backend import Backend, Sample, make_backend, problem_key
 from prmkit.generate.config import GenerateConfig, shard_of
 from prmkit.generate.steps import split_steps
 from prmkit.io import atomic_output, dumps, finished_lines, open_text
@@ -55,9 +55,10 @@ def read_problem_file(path: str | os.PathLike, fmt: str = "prmkit") -> list[Prob
     return out
 
 
-def sample_id(problem: Problem, index: int, seed: int, j: int) -> str:
-    pid = problem.id if problem.id is not None else f"p{index}"
-    return f"{pid}/{seed}-{j}"
+def sample_id(problem: Problem, seed: int, j: int) -> str:
+    """``<problem id>/<seed>-<j>``; a problem without an id is named by its text's hash (as its seeds are), so
+    editing the input file does not rename its samples."""
+    return f"{problem_key(problem)}/{seed}-{j}"
 
 
 def to_solution(problem: Problem, sid: str, sample: Sample, cfg: GenerateConfig, generator: Generator,
@@ -75,9 +76,11 @@ def to_solution(problem: Problem, sid: str, sample: Sample, cfg: GenerateConfig,
                     meta={"generation": {"finish_reason": sample.finish_reason, "tokens": sample.tokens}})
 
 
-def part_path(out: str | os.PathLike) -> Path:
+def part_path(out: str | os.PathLike, shard: str = "0/1") -> Path:
+    """The partial file of ``out`` for one shard: shards may share an ``out`` (their partial files do not)."""
     out = Path(out)
-    return out.with_name(f".{out.name}.part")
+    i, k = shard_of(shard)
+    return out.with_name(f".{out.name}.part" + (f"{i}of{k}" if k > 1 else ""))
 
 
 def _ids_in(path: Path) -> set[str]:
@@ -89,38 +92,69 @@ def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateC
                   backend: Backend | None = None, input_format: str = "prmkit", log=print) -> dict:
     """Generate ``cfg.n`` solutions for every problem of ``inp`` (of this shard) into ``out``; a summary."""
     cfg = cfg or GenerateConfig()
-    out, part = Path(out), part_path(out)
-    problems = read_problem_file(inp, input_format)
+    out, part = Path(out), part_path(out, cfg.shard)
     i, k = shard_of(cfg.shard)
-    mine = [(idx, p) for idx, p in enumerate(problems) if idx % k == i]
-    if not cfg.resume:
+    mine = [(idx, p) for idx, p in enumerate(read_problem_file(inp, input_format)) if idx % k == i]
+    if not cfg.resume:  # a fresh run: what an earlier one wrote is replaced, not merged into
         part.unlink(missing_ok=True)
-    previous = _ids_in(out) if cfg.resume and out.exists() else set()
-    done = previous | finished_lines(part, lambda r: r["id"])
-    todo = [(idx, p) for idx, p in mine if any(sample_id(p, idx, cfg.seed, j) not in done for j in range(cfg.n))]
-    if not todo and not part.exists():
-        return {"problems": len(mine), "problems_generated": 0, "written": 0, "skipped_already_done": len(done)}
-    backend = backend or make_backend(cfg)
-    generator = Generator(backend.name, {"backend": cfg.backend, **cfg.sampling})
+        out.unlink(missing_ok=True)
+    done = (_ids_in(out) if out.exists() else set()) | finished_lines(part, lambda r: r["id"])
+    todo = [(idx, p) for idx, p in mine if any(sample_id(p, cfg.seed, j) not in done for j in range(cfg.n))]
+    summary = {"problems": len(mine), "problems_generated": len(todo), "skipped_already_done": len(done),
+               "written": 0}
+    if todo:
+        own = backend is None
+        backend = backend or make_backend(cfg)
+        try:
+            summary.update(_generate(todo, part, out, backend, cfg, done, log))
+        finally:
+            if own:
+                backend.close()
+    if part.exists():
+        _finish(out, part, inp)
+    return summary
+
+
+def _generate(todo: list, part: Path, out: Path, backend: Backend, cfg: GenerateConfig, done: set[str],
+              log) -> dict:
+    """Sample ``todo`` into ``part``, a few problems per flush; the summary's counts."""
+    used = backend.cfg or cfg
+    generator = Generator(backend.name, {"backend": cfg.backend, **used.sampling})
+    check_same_generator(generator, [part, out])
     part.parent.mkdir(parents=True, exist_ok=True)
-    stats = _Progress(cfg, sum(cfg.n for _ in todo))
+    stats = _Progress(cfg, cfg.n * len(todo))
     try:
         with open(part, "a", encoding="utf-8") as f:
             chunks = iter(todo)
             while chunk := list(islice(chunks, cfg.flush_every)):
                 samples = backend.generate([p for _, p in chunk], cfg.n)
-                stats.add(_write_chunk(f, chunk, samples, done, backend.cfg or cfg, generator))
+                stats.add(_write_chunk(f, chunk, samples, done, used, generator))
     except BaseException:
         log(f"prmkit generate: stopped; finished samples are kept in {part} and a rerun resumes from them")
         raise
     finally:
         stats.close()
-    if stats.written or not out.exists() or part.stat().st_size:
-        _finish(out, part, previous, inp)
-    part.unlink(missing_ok=True)
-    return {"problems": len(mine), "problems_generated": len(todo), "written": stats.written,
-            "skipped_already_done": len(done), "tokens": stats.tokens, "seconds": stats.seconds,
+    return {"written": stats.written, "tokens": stats.tokens, "seconds": stats.seconds,
             "samples_per_s": stats.rate(stats.written), "tokens_per_s": stats.rate(stats.tokens)}
+
+
+def check_same_generator(generator: Generator, paths: list[Path]) -> None:
+    """Refuse to add samples to a file whose samples came from another model or other settings (but ``n``:
+    more samples per problem extend a file)."""
+    for path in paths:
+        if not path.exists() or not path.stat().st_size:
+            continue
+        with open_text(path) as f:
+            first = json.loads(f.readline()).get("generator") or {}
+        theirs, ours = first.get("sampling", {}), generator.sampling
+        keys = sorted(k for k in {*theirs, *ours} if k != "n" and theirs.get(k) != ours.get(k))
+        if keys or first.get("name") != generator.name:
+            theirs = (first.get("name"), theirs)
+            what = ", ".join(f"{k}: {theirs[1].get(k)!r} there, {ours.get(k)!r} now" for k in keys)
+            raise ValueError(f"{path} holds samples of {theirs[0]!r} ({what or 'same settings'}); this run samples "
+                             f"{generator.name!r}: rerun with the same settings, write another output, or pass "
+                             "--no-resume to replace it")
+        return
 
 
 def _write_chunk(f, chunk, samples, done: set[str], cfg: GenerateConfig, generator: Generator) -> list[Sample]:
@@ -131,7 +165,7 @@ def _write_chunk(f, chunk, samples, done: set[str], cfg: GenerateConfig, generat
     written = []
     for (idx, problem), per_problem in zip(chunk, samples):
         for j, sample in enumerate(per_problem):
-            sid = sample_id(problem, idx, cfg.seed, j)
+            sid = sample_id(problem, cfg.seed, j)
             if sid in done:
                 continue
             f.write(dumps(to_solution(problem, sid, sample, cfg, generator)) + "\n")
@@ -141,16 +175,24 @@ def _write_chunk(f, chunk, samples, done: set[str], cfg: GenerateConfig, generat
     return written
 
 
-def _finish(out: Path, part: Path, previous: set[str], inp) -> None:
-    """``out`` = its earlier records (a resumed run's), then the partial file's, in generation order."""
-    with atomic_output(out, [inp]) as w:
-        if previous:
-            with open_text(out) as old:
-                for line in old:
-                    w.write(line)
-        with open(part, encoding="utf-8") as f:
-            for line in f:
-                w.write(line)
+def _finish(out: Path, part: Path, inp) -> None:
+    """``out`` = its records, then those of ``part`` it does not hold yet (a run killed between the two
+    renames left some), in generation order; then ``part`` goes. Shards sharing ``out`` take turns."""
+    import fcntl
+
+    with open(out.with_name(f".{out.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        previous = _ids_in(out) if out.exists() else set()
+        with atomic_output(out, [inp]) as w:
+            if previous:
+                with open_text(out) as old:
+                    for line in old:
+                        w.write(line)
+            with open(part, encoding="utf-8") as f:
+                for line in f:
+                    if line.strip() and json.loads(line)["id"] not in previous:
+                        w.write(line)
+        part.unlink()
 
 
 class _Progress:
@@ -164,7 +206,7 @@ class _Progress:
 
     def add(self, samples: list[Sample]) -> None:
         self.written += len(samples)
-        self.tokens += sum(s.tokens for s in samples)
+        self.tokens += sum(s.tokens or 0 for s in samples)  # tokens a backend did not count are not in the rate
         self.bar.update(len(samples))
         self.bar.set_postfix(tok_s=f"{self.rate(self.tokens):.0f}", refresh=False)
 

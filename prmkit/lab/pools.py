@@ -15,8 +15,9 @@ from prmkit.schema import Solution
 
 
 def generate_pool(config: LabConfig, seed: int, split: str = "eval", problems: int | None = None,
-                  samples: int | None = None) -> list[Solution]:
-    """Sample the ``split`` pool of ``config`` (``problems`` x ``samples``, by default the config's sizes).
+                  samples: int | None = None, device: str = "auto") -> list[Solution]:
+    """Sample the ``split`` pool of ``config`` (``problems`` x ``samples``, by default the config's sizes;
+    ``device``: where the ``lm`` policy's base runs).
 
     Splits never share problems (each split seeds its own); the same config, seed and split give equal
     records, and fewer ``problems`` give a prefix of the pool.
@@ -24,7 +25,7 @@ def generate_pool(config: LabConfig, seed: int, split: str = "eval", problems: i
     n_problems, n_samples = config.sizes(split)
     probs = make_problems(config.family(split), problems or n_problems, seed, split)
     if config.policy == "lm" and split not in PRETRAIN_SPLITS:
-        return sample_lm(config, probs, samples or n_samples, seed)
+        return sample_lm(config, probs, samples or n_samples, seed, device=device)
     return generate(probs, config.generator, samples or n_samples, seed)
 
 
@@ -36,7 +37,8 @@ LM_SAMPLING = {"temperature": 1.0, "max_new_tokens": 256, "batch_size": 64}
 solutions, rows per ``generate`` call on a CPU."""
 
 
-def sample_lm(config: LabConfig, problems: list, samples: int, seed: int, progress: bool = False) -> list[Solution]:
+def sample_lm(config: LabConfig, problems: list, samples: int, seed: int, progress: bool = False,
+              device: str = "auto") -> list[Solution]:
     """``samples`` solutions of each problem from the lab's base model (``prmkit generate --backend lab-lm``),
     graded by the lab's oracle as the rule-based pools are."""
     from prmkit.generate.config import GenerateConfig
@@ -45,15 +47,13 @@ def sample_lm(config: LabConfig, problems: list, samples: int, seed: int, progre
     from prmkit.lab.oracle import grade_answer
     from prmkit.schema import Generator
 
-    cfg = GenerateConfig(backend="lab-lm", seed=seed, n=samples, progress=progress, **LM_SAMPLING)
+    cfg = GenerateConfig(backend="lab-lm", seed=seed, n=samples, progress=progress, device=device, **LM_SAMPLING)
     backend = lab_lm_backend(cfg, log=lambda _: None, lab=config)
-    gen = Generator(backend.name, {"backend": "lab-lm", **cfg.sampling})
+    gen = Generator(backend.name, {"backend": "lab-lm", **backend.cfg.sampling})
     out = []
-    for start in range(0, len(problems), 8):
-        chunk = problems[start:start + 8]
-        for i, (problem, per) in enumerate(zip(chunk, backend.generate(chunk, samples))):
-            for j, sample in enumerate(per):
-                sol = to_solution(problem, sample_id(problem, start + i, seed, j), sample, backend.cfg, gen)
-                sol.grade = grade_answer(problem, sol.answer)
-                out.append(sol)
+    for problem, per in zip(problems, backend.generate(problems, samples)):  # one call: rows batch across problems
+        for j, sample in enumerate(per):
+            sol = to_solution(problem, sample_id(problem, seed, j), sample, backend.cfg, gen)
+            sol.grade = grade_answer(problem, sol.answer)
+            out.append(sol)
     return out

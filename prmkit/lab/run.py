@@ -163,7 +163,7 @@ class Runner:
 
 # --- jobs -------------------------------------------------------------------------------------------
 
-def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
+def job_data(out: Path, cfg: LabConfig, seed: int, device: str = "auto") -> dict:
     """Generate the eval, train and ood pools of ``seed``, label the train pool, and sample the ORM's
     ``orm_ratio`` times larger pool of the same problems (graded by final answer only)."""
     from prmkit.io import write_records
@@ -173,14 +173,14 @@ def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
 
     stats = {}
     for split in ("eval", "train", "ood"):
-        pool = generate_pool(cfg, seed, split)
+        pool = generate_pool(cfg, seed, split, device=device)
         write_records(out / f"{split}.jsonl.gz", pool)
         if split != "train":
             stats[split] = {k: v for k, v in pool_stats(pool).items() if not isinstance(v, dict)}
         else:
             write_records(out / "labelled.jsonl.gz", label(pool, cfg.labellers, seed))
     if cfg.orm_ratio > 1:  # the ORM's own data: more uniform samples of the labelled problems, graded only
-        orm = generate_pool(cfg, seed, "train", samples=cfg.train_samples * cfg.orm_ratio)
+        orm = generate_pool(cfg, seed, "train", samples=cfg.train_samples * cfg.orm_ratio, device=device)
         write_records(out / "orm.jsonl.gz", orm)
         stats["orm"] = {k: v for k, v in pool_stats(orm).items() if not isinstance(v, dict)}
     (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
@@ -342,13 +342,14 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     start = time.perf_counter()
     try:
         sd = {s: run_dir / f"seed-{s}" for s in seeds}
-        data_key = {s: key_of(cfg.domain, cfg.ood, cfg.generator, cfg.labellers,
-                              [cfg.sizes(x) for x in ("eval", "train", "ood")], s, cfg.orm_ratio,
-                              *([cfg.policy] if cfg.policy != "rules" else [])) for s in seeds}
-        runner.stage("data", [(str(sd[s] / "data"), data_key[s], job_data, cfg, s) for s in seeds])
         from prmkit.lab.base import base_key
 
         bkey = base_key(cfg.base, cfg, device)
+        policy = [] if cfg.policy == "rules" else [cfg.policy, bkey]  # the lm policy's pools are its base's
+        data_key = {s: key_of(cfg.domain, cfg.ood, cfg.generator, cfg.labellers,
+                              [cfg.sizes(x) for x in ("eval", "train", "ood")], s, cfg.orm_ratio, *policy)
+                    for s in seeds}
+        runner.stage("data", [(str(sd[s] / "data"), data_key[s], job_data, cfg, s, device) for s in seeds])
         base_info = runner.stage("base", [(str(run_dir / "base"), bkey, job_base, cfg, progress, device)])[0]
         base_dir = base_info["path"]
         inner = progress and jobs == 1

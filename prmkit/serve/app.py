@@ -96,11 +96,12 @@ class ScoreRequest(BaseModel):
 
 @dataclass(frozen=True)
 class Row:
-    """One sequence to sample: prompt ids, its own seed, how."""
+    """One sequence to sample: prompt ids, its own seed, how, and the strings that stop it."""
 
     ids: tuple[int, ...]
     seed: int
     sampling: Sampling
+    stops: tuple[str, ...] = ()
 
 
 class Service:
@@ -112,7 +113,7 @@ class Service:
         if not (cfg.generator or sampler) and not (cfg.scorer or scorer):
             raise ValueError("serve needs a --generator folder, a --scorer folder, or both")
         self.cfg = cfg
-        self.sampler = sampler or (Sampler.load(cfg.generator, cfg.device, (cfg.marker or "\n",))
+        self.sampler = sampler or (Sampler.load(cfg.generator, cfg.device, cfg.marker or "\n")
                                    if cfg.generator else None)
         if scorer is None and cfg.scorer:
             from prmkit.score import Scorer
@@ -127,12 +128,13 @@ class Service:
 
     def _sample_rows(self, rows: list[Row]) -> list[tuple[list[int], str]]:
         out: list = [None] * len(rows)
-        groups: dict[Sampling, list[int]] = {}
+        groups: dict[tuple, list[int]] = {}
         for i, r in enumerate(rows):
-            groups.setdefault(r.sampling, []).append(i)
-        for sampling, idx in groups.items():
+            groups.setdefault((r.sampling, r.stops), []).append(i)
+        for (sampling, stops), idx in groups.items():
             idx.sort(key=lambda i: len(rows[i].ids))
-            results = self.sampler.sample([list(rows[i].ids) for i in idx], [rows[i].seed for i in idx], sampling)
+            results = self.sampler.sample([list(rows[i].ids) for i in idx], [rows[i].seed for i in idx], sampling,
+                                          list(stops))
             for i, res in zip(idx, results):
                 out[i] = res
         return out
@@ -184,8 +186,8 @@ def build_app(service: Service) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat(req: ChatRequest):
-        prompt = chat_prompt(service.sampler.tokenizer, req.messages, req.continue_final_message)
         sampling = _sampling(service, req.max_completion_tokens or req.max_tokens or 256, req.temperature, req.top_p)
+        prompt = chat_prompt(service.sampler.tokenizer, req.messages, req.continue_final_message)
         ids = service.sampler.tokenizer.encode(prompt)
         choices, tokens = await _sample(service, [(prompt, ids)], req.n, req.seed, sampling, _stops(req.stop))
         return _response("chat.completion", service.name,
@@ -216,6 +218,10 @@ def _openai_errors(app: FastAPI) -> None:
     async def http_error(request, exc: HTTPException):
         return body(exc.status_code, str(exc.detail), "invalid_request_error")
 
+    @app.exception_handler(Exception)
+    async def failed(request, exc: Exception):  # a model error: the client sees what failed, the server goes on
+        return body(500, f"{type(exc).__name__}: {exc}", "server_error")
+
     @app.exception_handler(RequestValidationError)
     async def invalid(request, exc: RequestValidationError):
         where = "; ".join(f"{'.'.join(str(x) for x in e['loc'][1:])}: {e['msg']}" for e in exc.errors())
@@ -236,13 +242,12 @@ async def _sample(service: Service, prompts: list[tuple[str, list[int]]], n: int
     import random
 
     base = seed if seed is not None else random.getrandbits(62)
-    futures = [service.gen_batcher.submit(Row(tuple(ids), sample_seed(base, text, [], j), sampling))
+    futures = [service.gen_batcher.submit(Row(tuple(ids), sample_seed(base, text, [], j), sampling, tuple(stops)))
                for text, ids in prompts for j in range(n)]
     choices, tokens = [], 0
     for future in futures:
         ids, reason = await asyncio.wrap_future(future)
-        text, stopped = cut_at_stop(service.sampler.decode(ids), stops)
-        choices.append((text, "stop" if stopped else reason))
+        choices.append((cut_at_stop(service.sampler.decode(ids), stops)[0], reason))
         tokens += len(ids)
     return choices, tokens
 

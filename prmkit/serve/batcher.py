@@ -33,6 +33,8 @@ class Batcher:
         self.thread.start()
 
     def submit(self, item) -> Future:
+        if self._stop.is_set():
+            raise RuntimeError("the batcher is closed")
         future: Future = Future()
         self.queue.put((item, future))
         return future
@@ -53,7 +55,8 @@ class Batcher:
 
     def _loop(self) -> None:
         while not self._stop.is_set():
-            batch = self._take()
+            # a request cancelled while it waited (its client went away) is dropped, not computed
+            batch = [(item, f) for item, f in self._take() if f.set_running_or_notify_cancel()]
             if not batch:
                 continue
             try:
@@ -70,5 +73,13 @@ class Batcher:
                 future.set_result(result)
 
     def close(self) -> None:
+        """Stop the worker; requests still queued fail with an error rather than wait for ever."""
         self._stop.set()
         self.thread.join(timeout=5)
+        while True:
+            try:
+                _, future = self.queue.get_nowait()
+            except queue.Empty:
+                return
+            if future.set_running_or_notify_cancel():
+                future.set_exception(RuntimeError("the server is shutting down"))

@@ -90,23 +90,25 @@ def solution_targets(sol, kind: str, n_outputs: int, neutral: str, supervise: st
     return [None] * (len(sol.texts) - 1) + [soft_target(outcome, n_outputs)]
 
 
-def alternative_prefixes(sol) -> list[tuple[list[str], int]]:
-    """Every rated completion of a step that the solution did not continue with, as (the chosen steps
-    before it + it, its rating): PRM800K phase 1 rates several candidate next steps, and those off the
-    chosen path (most of its -1 ratings) are labelled steps too.
+def alternative_prefixes(sol, supervise: str = "all") -> list[tuple[list[str], int | None, float | None]]:
+    """Every rated (or valued) completion of a step that the solution did not continue with, as (the chosen
+    steps before it + it, its rating, its value): PRM800K phase 1 rates several candidate next steps, and
+    those off the chosen path (most of its -1 ratings) are labelled steps too. ``supervise="first_error"``
+    stops after the chosen path's first wrong step (what comes after an error is not supervised).
 
     >>> from prmkit.schema import Completion, Solution, Step
-    >>> s = Solution.from_steps("q", ["a", "b"], ratings=[1, 1])
-    >>> s.steps[1].completions.append(Completion("b'", rating=-1))
-    >>> alternative_prefixes(s)
-    [(['a', "b'"], -1)]
+    >>> s = Solution.from_steps("q", ["a", "b", "c"], ratings=[1, -1, 1])
+    >>> s.steps[1].completions.append(Completion("b'", rating=1))
+    >>> s.steps[2].completions.append(Completion("c'", rating=-1))
+    >>> alternative_prefixes(s), len(alternative_prefixes(s, "first_error"))
+    ([(['a', "b'"], 1, None), (['a', 'b', "c'"], -1, None)], 1)
     """
     out, before = [], []
     for step in sol.steps:
         for j, c in enumerate(step.completions):
-            if j != step.chosen and c.rating is not None and c is not step.taken:
-                out.append(([*before, c.text], c.rating))
-        if step.text is None:
+            if j != step.chosen and c is not step.taken and (c.rating is not None or c.value is not None):
+                out.append(([*before, c.text], c.rating, c.value))
+        if step.text is None or (supervise == "first_error" and step.rating == -1):
             break
         before.append(step.text)
     return out
@@ -130,16 +132,20 @@ def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm"
     n_main = len(rows)
     if alternatives and kind == "prm":
         for i, sol in enumerate(solutions):
-            for steps, rating in alternative_prefixes(sol):
-                last = step_targets([rating], n_outputs=n_outputs, neutral=neutral, supervise="all")[0]
-                rows.append((i, sol.problem.problem, steps, [None] * (len(steps) - 1) + [last]))
+            for steps, rating, value in alternative_prefixes(sol, supervise):
+                last = step_targets([rating], [value], n_outputs=n_outputs, neutral=neutral, supervise="all",
+                                    source=label_source)[0]
+                if last is not None:
+                    rows.append((i, sol.problem.problem, steps, [None] * (len(steps) - 1) + [last]))
     encoded = encode_many(tokenizer, [(p, steps) for _, p, steps, _ in rows], fmt, [t for *_, t in rows])
     out = []
     for k, ((i, *_), enc) in enumerate(zip(rows, encoded)):
-        report.solutions += k < n_main
-        report.truncation.add(enc)
         ex = Example(enc.input_ids, enc.step_ends, enc.targets, i)
-        report.alternatives += k >= n_main and ex.n_supervised > 0
+        if k < n_main:  # truncation is reported over the solutions (an alternative repeats its prefix's steps)
+            report.solutions += 1
+            report.truncation.add(enc)
+        else:
+            report.alternatives += ex.n_supervised > 0
         if ex.n_supervised == 0:
             report.no_targets += 1
             continue

@@ -33,7 +33,9 @@ from prmkit.model.heads import (
 )
 from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
 from prmkit.model.labels import p_correct
+from prmkit.model.tiny import is_preset
 from prmkit.train.checkpoints import best_dir, resume, save_checkpoint
+from prmkit.train.checks import check_max_length, check_training_data, model_limit
 from prmkit.train.config import PRESET_CONTEXT, TrainConfig
 from prmkit.train.data import (
     build_examples,
@@ -75,12 +77,6 @@ def format_config(cfg: TrainConfig, limit: int | None = None) -> FormatConfig:
                         chat_template=cfg.chat_template, max_length=length)
 
 
-def model_limit(backbone) -> int | None:
-    """The most positions ``backbone`` takes (its config's ``max_position_embeddings``), if it says."""
-    limit = getattr(backbone.config, "max_position_embeddings", None)
-    return int(limit) if isinstance(limit, int) and limit > 1 else None
-
-
 def uses_cuda(device: str) -> bool:
     """Whether a ``device`` setting (auto, cpu, cuda) runs on CUDA here; cuda without a GPU is an error."""
     if device == "cuda" and not torch.cuda.is_available():
@@ -109,6 +105,17 @@ def _texts(solutions) -> list[str]:
     return [t for s in solutions for t in [s.problem.problem, *s.texts]]
 
 
+def preset_positions(cfg: TrainConfig) -> int | None:
+    """The positions a preset base is built with: room for ``max_length`` (0: :data:`PRESET_CONTEXT`) when
+    that is more than the preset's own; None otherwise (and for a real model)."""
+    from prmkit.model.tiny import PRESETS
+
+    if cfg.base_model not in PRESETS:
+        return None
+    want = cfg.max_length or PRESET_CONTEXT
+    return want if want > PRESETS[cfg.base_model]["max_position_embeddings"] else None
+
+
 def build_model(cfg: TrainConfig, texts: list[str]):
     """(model, tokenizer, head, format, packed) for the config: tokens attached, packed attention
     switched on when batches are to be packed, LoRA applied when asked, a feature adapter when
@@ -116,7 +123,8 @@ def build_model(cfg: TrainConfig, texts: list[str]):
     :class:`NextTokenModel` (its head spec is the lm head's, unused)."""
     head = HeadSpec("lm" if cfg.kind == "lm" else cfg.head, cfg.classes, list(cfg.label_tokens))
     backbone, tokenizer = load_base(cfg.base_model, head, texts, cfg.vocab_size, cfg.seed, cfg.head_dropout,
-                                    preset_positions=None if cfg.max_length else PRESET_CONTEXT)
+                                    preset_positions=preset_positions(cfg))
+    check_max_length(cfg, model_limit(backbone), is_preset(cfg.base_model))
     fmt = format_config(cfg, model_limit(backbone))
     head = attach_tokens(backbone, tokenizer, head, fmt)
     packed = packing.choose(cfg.packing, backbone)
@@ -147,11 +155,16 @@ def _apply_lora(backbone, cfg: TrainConfig, head: HeadSpec):
                                                target_modules=targets, task_type=task))
 
 
+def read_all(paths: str) -> list:
+    """The solutions of one file or of several, comma-separated."""
+    return [s for path in paths.split(",") for s in read_solutions(path.strip())]
+
+
 def setup(cfg: TrainConfig, accelerator) -> Run:
     """Read and split the data, build the model and the examples (reports printed on the main process)."""
-    solutions = [s for path in cfg.data.split(",") for s in read_solutions(path.strip())]
+    solutions = read_all(cfg.data)
     if cfg.eval_data:
-        train_sols, eval_sols = solutions, list(read_solutions(cfg.eval_data))
+        train_sols, eval_sols = solutions, read_all(cfg.eval_data)
     else:
         split_seed = cfg.seed if cfg.split_seed is None else cfg.split_seed
         train_sols, eval_sols = split_by_problem(solutions, cfg.eval_fraction, split_seed)
@@ -174,39 +187,6 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
         raise ValueError(f"{len(train)} training examples, fewer than one optimiser step's {group} "
                          "(batch_size x grad_accum x processes)")
     return Run(cfg, accelerator, model, tokenizer, head, fmt, train, held, packed, features)
-
-
-def check_training_data(cfg: TrainConfig, report, solutions: list, tokenizer, fmt: FormatConfig,
-                        limit: int | None) -> None:
-    """Refuse data that would silently ruin the model, naming the fix: more than ``max_steps_lost`` of the
-    steps truncated away, or a PRM whose targets hold one class only."""
-    lost = report.truncation.share_lost
-    if lost > cfg.max_steps_lost and not cfg.allow_truncation:
-        longest = longest_solution(solutions, tokenizer, fmt)
-        room = f"the model takes {limit} positions" if limit else "the model states no position limit"
-        raise ValueError(
-            f"truncation would drop {report.truncation.steps_lost} of {report.truncation.steps} training steps "
-            f"({lost:.1%}, above --max-steps-lost {cfg.max_steps_lost:g}) at --max-length {fmt.max_length}; the "
-            f"longest solution is {longest} tokens and {room}. Train with --max-length {longest}"
-            f"{' on a model with a longer context' if limit and longest > limit else ''}, or pass --allow-truncation")
-    if cfg.kind == "prm" and len(report.targets) < 2 and not cfg.allow_one_class:
-        only = next(iter(report.targets), "none")
-        hint = ("" if cfg.alternatives else " Rated alternatives of a step (PRM800K phase 1) are left out: drop "
-                "--no-alternatives.")
-        raise ValueError(f"every one of the {report.supervised} supervised PRM targets is {only!r}: a PRM trained "
-                         f"on one class learns its base rate only (step AUROC undefined).{hint} Check the ratings "
-                         "with `prmkit data stats`, or pass --allow-one-class")
-
-
-def longest_solution(solutions: list, tokenizer, fmt: FormatConfig) -> int:
-    """Tokens of the longest of ``solutions`` formatted without truncation."""
-    from dataclasses import replace
-
-    from prmkit.model.formatter import encode_many
-
-    whole = replace(fmt, max_length=1 << 30)
-    return max((len(e) for e in encode_many(tokenizer, [(s.problem.problem, s.texts) for s in solutions], whole)),
-               default=0)
 
 
 def attach_features(cfg: TrainConfig, tokenizer, examples: list, device):

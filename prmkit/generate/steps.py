@@ -52,16 +52,20 @@ def split_steps(text: str, mode: str = "newline", separator: str = "", marker: s
 
 def _cut_answer(text: str) -> tuple[str, str | None]:
     """(text before the ``# Answer`` line, the closing step ``# Answer\\n\\n<answer>``, or None without one).
+    The answer is the first line after ``# Answer``: what a model writes after it (one that never learned
+    to stop) is not part of the solution.
 
     >>> _cut_answer("x = 1\\n# Answer\\n\\n 1 \\n")
     ('x = 1\\n', '# Answer\\n\\n1')
+    >>> _cut_answer("# Answer\\n\\n7\\nProblem: what is 2+2?")[1]
+    '# Answer\\n\\n7'
     """
     at = text.find(ANSWER)
     while at > 0 and text[at - 1] not in "\n":
         at = text.find(ANSWER, at + 1)
     if at < 0:
         return text, None
-    rest = text[at + len(ANSWER):].strip()
+    rest = text[at + len(ANSWER):].strip().split("\n", 1)[0].strip()
     return text[:at], f"{ANSWER}\n\n{rest}" if rest else ANSWER
 
 

@@ -184,12 +184,12 @@ def test_gsm8k_examples_convert_validate_and_evaluate(shared_data, tmp_path, cap
 
 
 @pytest.mark.shared_data
-def test_prm800k_sample_files_need_no_format_of_their_own(shared_data, tmp_path, capsys):
+def test_prm800k_sample_files_are_read_by_the_prm800k_reader(shared_data, tmp_path, capsys):
     # openr's samples_prm800k.jsonl holds verbatim PRM800K lines: the prm800k reader is the reader
     src, out = shared_data / "prm800k/openr_samples_prm800k.jsonl", tmp_path / "p.jsonl"
     status, printed, _ = run(capsys, "data", "convert", "--from", "prm800k", src, out)
     assert status == 0 and "read 6 records, wrote 6 rows, rejected 0" in printed
-    assert "prm800k-samples" not in FORMATS
+    assert FORMATS["prm800k-samples"].read is FORMATS["prm800k"].read and FORMATS["prm800k-samples"].write is None
 
 
 @pytest.mark.shared_data
@@ -213,3 +213,13 @@ def test_candidates_convert_score_evaluate_with_no_glue(shared_data, tmp_path, c
     status, printed, _ = run(capsys, "eval", "bon", "scored.jsonl", "--score", "prm_min,pred_score",
                              "--no-vote", "--bootstrap", "100")
     assert status == 0 and "bon_acc[prm_min]" in printed and "bon_acc[pred_score]" in printed
+
+
+@pytest.mark.shared_data
+def test_prm800k_samples_is_another_name_for_prm800k(shared_data, tmp_path):
+    from prmkit.cli import main
+
+    src = shared_data / "prm800k" / "openr_samples_prm800k.jsonl"
+    for name in ("prm800k", "prm800k-samples"):
+        assert main(["data", "convert", "--from", name, "--to", "prmkit", str(src), str(tmp_path / f"{name}.jsonl")]) == 0
+    assert (tmp_path / "prm800k.jsonl").read_text() == (tmp_path / "prm800k-samples.jsonl").read_text()

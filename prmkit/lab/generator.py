@@ -30,13 +30,12 @@ True
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
 import numpy as np
 
 from prmkit.lab.domain import TRIGGERS, Ledger, apply, config_hash
-from prmkit.lab.oracle import grade_answer, ledger_of
+from prmkit.lab.oracle import grade_answer, ledger_of, parse_transaction
 from prmkit.schema import Generator, Problem, Solution, Step
 
 MISREADINGS = {"less": "-> + k", "twice": "-> + 2", "thrice": "-> + 3", "half": "-> - 2", "again": "skipped",
@@ -190,9 +189,9 @@ def _samples_of(problem: Problem, cfg: GeneratorConfig, samples: int, seed: int)
 
 
 def resume_point(led: Ledger, prefix_steps: list[str]) -> Resume | None:
-    """Where a sample that wrote ``prefix_steps`` continues (None: it already answered). Lines this generator
-    could not have written (a step of another model) are skipped: the sample goes on from its last
-    readable transaction.
+    """Where a sample that wrote ``prefix_steps`` continues (None: it already answered). Lines are read as
+    the oracle reads them (:func:`prmkit.lab.oracle.parse_transaction`); others (a check, a step of
+    another model the oracle cannot read) are skipped: the sample goes on from its last readable transaction.
 
     >>> from prmkit.lab.domain import parse_problem
     >>> led = parse_problem("Start at 5.\\nA + 3\\nB + 4\\nWhat is the final value?")
@@ -203,26 +202,13 @@ def resume_point(led: Ledger, prefix_steps: list[str]) -> Resume | None:
     for text in prefix_steps:
         if text.strip().startswith("# Answer"):
             return None
-        parsed = _parse_line(text.strip())
+        parsed = parse_transaction(text)
         if parsed is None or led.index(parsed[0]) is None:
             continue
         name, effect, result = parsed
         cur = led.start if state.cur is None else state.cur
         state = Resume(led.index(name) + 1, result, cur, effect, True)
     return state
-
-
-def _parse_line(text: str) -> tuple[str, tuple, float] | None:
-    """(transaction name, effect, result) of a transaction line as :func:`_step_line` writes it."""
-    if m := re.fullmatch(r"([A-Z]) set (-?\d+) : (-?\d+(?:\.\d+)?)", text):
-        return m.group(1), ("set", int(m.group(2))), _number(m.group(3))
-    if m := re.fullmatch(r"([A-Z]) ([-+*/]) (\d+) : -?\d+(?:\.\d+)? [-+*/] \d+ = (-?\d+(?:\.\d+)?)", text):
-        return m.group(1), (m.group(2), int(m.group(3))), _number(m.group(4))
-    return None
-
-
-def _number(text: str) -> float:
-    return float(text) if "." in text else int(text)
 
 
 def continue_samples(problem: Problem, prefix_steps: list[str], cfg: GeneratorConfig, samples: int,

@@ -85,6 +85,22 @@ class _Walk:
     answered: bool = False
 
 
+def parse_transaction(text: str) -> tuple[str, tuple, int | float] | None:
+    """(transaction name, the effect it restates, its result) of a transaction line, as the oracle reads it;
+    None for any other line (a check, the answer, an unreadable one).
+
+    >>> parse_transaction("C - 6 : 14 - 6 = 8"), parse_transaction("D set 4 : 4"), parse_transaction("check : 3")
+    (('C', ('-', 6), 8), ('D', ('set', 4), 4), None)
+    """
+    text = text.strip()
+    if (m := _SET.fullmatch(text)) is not None:
+        return m.group(1), ("set", int(m.group(2))), int(m.group(3))
+    if (m := _ARITH.fullmatch(text)) is not None:
+        result = m.group(7)
+        return m.group(1), (m.group(2), int(m.group(3))), float(result) if "." in result else int(result)
+    return None
+
+
 def label_texts(ledger: Ledger, texts: list[str]) -> list[StepLabel]:
     """Oracle labels of step ``texts`` for the problem ``ledger`` (see the module docstring)."""
     walk = _Walk(0, ledger.start)

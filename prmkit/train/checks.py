@@ -25,13 +25,17 @@ def model_limit(backbone) -> int | None:
 
 
 def check_training_data(cfg: TrainConfig, report, solutions: list, tokenizer, fmt: FormatConfig,
-                        limit: int | None) -> None:
+                        limit: int | None, preset: bool = False) -> None:
     """Refuse data that would silently ruin the model, naming the fix: more than ``max_steps_lost`` of the
     steps truncated away, or a PRM whose targets hold one class only."""
     lost = report.truncation.share_lost
     if lost > cfg.max_steps_lost and not cfg.allow_truncation:
         longest = longest_solution(solutions, tokenizer, fmt)
-        room = f"the model takes {limit} positions" if limit else "the model states no position limit"
+        if preset:
+            limit = None  # a preset base is built with room for the --max-length asked
+            room = "a preset base is built with room for the length asked"
+        else:
+            room = f"the model takes {limit} positions" if limit else "the model states no position limit"
         raise ValueError(
             f"truncation would drop {report.truncation.steps_lost} of {report.truncation.steps} training steps "
             f"({lost:.1%}, above --max-steps-lost {cfg.max_steps_lost:g}) at --max-length {fmt.max_length}; the "

@@ -180,7 +180,7 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
     accelerator.print(f"train: {report.summary()}")
     accelerator.print(f"eval: {eval_report.summary()}")
     features = attach_features(cfg, tokenizer, [*train, *held], accelerator.device)  # refuses a wrong source first
-    check_training_data(cfg, report, train_sols, tokenizer, fmt, model_limit(model.backbone))
+    check_training_data(cfg, report, train_sols, tokenizer, fmt, model_limit(model.backbone), is_preset(cfg.base_model))
     accelerator.print(f"batches: {'packed (no padding)' if packed else 'padded'}")
     group = cfg.batch_size * cfg.grad_accum * accelerator.num_processes
     if len(train) < group:

@@ -23,25 +23,14 @@ from pathlib import Path
 import httpx
 import openai
 import torch
+from bench_score import build as build_prm  # the same untrained tiny PRM as the scoring benchmark
 
-from prmkit.model.formatter import FormatConfig
-from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
-from prmkit.model.spec import HeadSpec
 from prmkit.model.tiny import build_preset
 from prmkit.model.toydata import make_solutions
 from prmkit.score import Scorer
 from prmkit.serve import free_port
 
 torch.set_num_threads(1)
-
-
-def build_prm(folder: Path, sols) -> Path:
-    head = HeadSpec("lm", 2)
-    backbone, tok = load_base("tiny-llama", head, [t for s in sols for t in [s.problem.problem, *s.texts]])
-    fmt = FormatConfig(max_length=1024)
-    head = attach_tokens(backbone, tok, head, fmt)
-    save_model(folder, backbone, tok, ModelCard("prm", head.to_dict(), fmt.to_dict()))
-    return folder
 
 
 def build_lm(folder: Path) -> Path:

@@ -9,21 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from prmkit.cli import build_parser
+from prmkit.cli import build_parser, walk_commands
 from prmkit.cli.helpdoc import render_help_reference
 
 REPO = Path(__file__).resolve().parents[1]
 
 
-def _commands(parser: argparse.ArgumentParser, prefix: str = "prmkit"):
-    yield prefix, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from _commands(sub, f"{prefix} {name}")
-
-
-COMMANDS = list(_commands(build_parser()))
+COMMANDS = list(walk_commands(build_parser()))
 
 
 @pytest.mark.parametrize("name, parser", COMMANDS, ids=[c[0] for c in COMMANDS])

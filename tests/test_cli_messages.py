@@ -5,26 +5,17 @@ Every test is a user's command through ``prmkit.cli.main``; the files are built 
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shlex
 
 import pytest
 
-from prmkit.cli import build_parser, main
+from prmkit.cli import build_parser, main, walk_commands
 from prmkit.io import write_records
 from prmkit.schema import Problem, Solution
 
 FIX = "--max-length N"  # the fix every truncation message names
-
-
-def walk(parser: argparse.ArgumentParser, path: str = "prmkit"):
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from walk(sub, f"{path} {name}")
 
 
 # --- eval bon: samples without a score --------------------------------------------------------------
@@ -167,7 +158,7 @@ def test_label_push_without_a_default_score_points_to_prmkit_select(tmp_path, ca
 def example_commands():
     """Every ``prmkit ...`` line of every epilog, as argv lists (comments, ``&&`` and ``< file`` cut off)."""
     seen = {}
-    for name, parser in walk(build_parser()):
+    for name, parser in walk_commands(build_parser()):
         for line in (parser.epilog or "").splitlines():
             line = re.split(r"\s{2,}[#(]", line.strip())[0]
             for part in line.split(" && "):
@@ -228,7 +219,7 @@ def test_train_orm_refuses_prm_only_settings_by_flag_and_by_recipe(tmp_path, cap
 
 
 def all_help() -> dict[str, str]:
-    return {name: parser.format_help() for name, parser in walk(build_parser())}
+    return {name: parser.format_help() for name, parser in walk_commands(build_parser())}
 
 
 def flag_blocks(text: str) -> list[str]:

@@ -77,6 +77,15 @@ def subcommands(parser: argparse.ArgumentParser) -> list[str]:
     return []
 
 
+def walk_commands(parser: argparse.ArgumentParser, path: str = "prmkit"):
+    """``(command line, parser)`` of ``parser`` and of every subcommand under it, depth first."""
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from walk_commands(sub, f"{path} {name}")
+
+
 def _list_commands(subparsers) -> None:
     """End each group's one-line help in ``prmkit --help`` with all of its commands, so none is left out
     by a help text written before the command was added."""

@@ -177,7 +177,7 @@ def equivalent_labels(labels_base, base_curve, labels_arm, arm_curve) -> list[fl
 
 # --- jobs ------------------------------------------------------------------------------------------
 
-def job_data(out: Path, cfg, seed: int) -> dict:
+def job_data(out: Path, cfg, seed: int, device: str = "auto") -> dict:
     """Candidates (every one rated by the simulated labellers), the held-out pool and its oracle step truth."""
     from prmkit.io import write_records
     from prmkit.lab.labellers import label
@@ -185,10 +185,10 @@ def job_data(out: Path, cfg, seed: int) -> dict:
     from prmkit.lab.pools import generate_pool
 
     a = cfg.active
-    cands = generate_pool(cfg, seed, "train", problems=a.train_problems, samples=a.candidates)
+    cands = generate_pool(cfg, seed, "train", problems=a.train_problems, samples=a.candidates, device=device)
     write_records(out / "candidates.jsonl.gz", cands)
     write_records(out / "labelled.jsonl.gz", label(cands, cfg.labellers, seed))
-    pool = generate_pool(cfg, seed, "eval", problems=a.eval_problems, samples=a.eval_samples)
+    pool = generate_pool(cfg, seed, "eval", problems=a.eval_problems, samples=a.eval_samples, device=device)
     write_records(out / "eval.jsonl.gz", pool)
     truth = [[x.rating for x in oracle_labels(s)] for s in pool]
     np.savez(out / "eval-truth.npz", values=np.array([r for t in truth for r in t], dtype=np.int8),
@@ -259,8 +259,10 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         sd = {s: out / f"seed-{s}" for s in seeds}
         dkey = {s: key_of(NAME, VERSION, cfg.domain, cfg.generator, cfg.labellers, a.train_problems,
                           a.candidates, a.eval_problems, a.eval_samples, s) for s in seeds}
-        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s) for s in seeds])
         bkey = base_key(cfg.base, cfg, device)
+        if cfg.policy != "rules":  # the lm policy's pools are its base's
+            dkey = {s: key_of(dkey[s], cfg.policy, bkey) for s in seeds}
+        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, device) for s in seeds])
         base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
         inner = progress and jobs == 1
         models = model_plans(a)

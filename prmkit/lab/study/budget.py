@@ -124,7 +124,7 @@ def curve_stats(labels, acc: dict[str, np.ndarray], n_boot: int, seed: int = 0) 
 
 # --- jobs ------------------------------------------------------------------------------------------------
 
-def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
+def job_data(out: Path, cfg: LabConfig, seed: int, device: str = "auto") -> dict:
     """The shuffled train pool of ``max(budgets)`` solutions, its phase-2 labels, and the held-out pool."""
     from prmkit.io import write_records
     from prmkit.lab.labellers import label
@@ -132,13 +132,14 @@ def job_data(out: Path, cfg: LabConfig, seed: int) -> dict:
 
     b = cfg.budget
     size = max(b.budgets)
-    pool = generate_pool(cfg, seed, "train", math.ceil(size / b.samples_per_problem), b.samples_per_problem)
+    pool = generate_pool(cfg, seed, "train", math.ceil(size / b.samples_per_problem), b.samples_per_problem,
+                         device=device)
     order = np.random.default_rng([seed, 7]).permutation(len(pool))[:size]  # spread small budgets over problems
     train = [pool[i] for i in order]
     write_records(out / "train.jsonl.gz", train)
     labelled = label(train, cfg.labellers, seed)
     write_records(out / "labelled.jsonl.gz", labelled)
-    held_out = generate_pool(cfg, seed, "eval", b.eval_problems, b.eval_samples)
+    held_out = generate_pool(cfg, seed, "eval", b.eval_problems, b.eval_samples, device=device)
     write_records(out / "eval.jsonl.gz", held_out)
     return {"labelled": len(labelled), "train_problems": len({s.problem.id for s in train}), "eval": len(held_out)}
 
@@ -199,8 +200,10 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
     try:
         dkey = {s: key_of(cfg.domain, cfg.generator, cfg.labellers, b.budgets, b.samples_per_problem,
                           b.eval_problems, b.eval_samples, s, NAME, 1) for s in seeds}
-        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s) for s in seeds])
         bkey = base_key(cfg.base, cfg, device)
+        if cfg.policy != "rules":  # the lm policy's pools are its base's
+            dkey = {s: key_of(dkey[s], cfg.policy, bkey) for s in seeds}
+        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, device) for s in seeds])
         base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
         inner = progress and jobs == 1
         runner.stage("rm", [(str(sd[s] / f"rm-{k}-{budget}"), key_of(dkey[s], bkey, cfg.rm, k, budget, cfg.labelled,

@@ -283,6 +283,9 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
               log=print, device: str = "auto") -> dict:
     """Run the synthetic-supervision study for ``seeds`` into ``RUN_DIR/study-synthetic/``; return the summary."""
     sc = cfg.synthetic
+    if cfg.policy != "rules":
+        raise ValueError("the synthetic study samples its pools with the rule-based generator: run it with "
+                         "policy=rules (the lm policy is for `prmkit lab run`, `lab study budget|active`)")
     if sc.large_seed in seeds:
         raise ValueError(f"synthetic.large_seed {sc.large_seed} is also a run seed: its problems would not be fresh")
     init_worker()

@@ -40,6 +40,12 @@ fi
 as_pg() { if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 mkdir -p "$root/.services"
 [ -f "$root/.services/.gitignore" ] || echo '*' > "$root/.services/.gitignore"
+# A checkout the postgres user cannot enter (a clone in a `mktemp -d` folder is mode 700) gets its
+# server's data outside it, in a folder named after the checkout, so two clones never share one.
+if [ "$(id -u)" = 0 ] && ! runuser -u postgres -- test -x "$root/.services"; then
+  data=${TMPDIR:-/tmp}/prmkit-pg-$(printf '%s' "$root" | sha1sum | cut -c1-12)
+  log "postgres cannot enter $root: its data goes to $data"
+fi
 if "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$port"; then
   log "postgresql already running on port $port"
 else

@@ -218,6 +218,15 @@ def _umask() -> int:
     return mask
 
 
+def output_keys(path: str | os.PathLike, key: Callable[[dict], Any]) -> set:
+    """``key`` of every record of a finished output (written whole and renamed into place; gzip read
+    transparently); nothing when there is no such file. :func:`finished_lines` is its partial-file twin."""
+    if not os.path.exists(path):
+        return set()
+    with open_text(path) as f:
+        return {key(json.loads(line)) for line in f if line.strip()}
+
+
 def finished_lines(path: str | os.PathLike, key: Callable[[dict], Any]) -> set:
     """``key`` of every complete record of an append-only partial file (plain text, one JSON object per
     line); a torn last line, left by a killed writer, is cut off the file so that appending goes on cleanly.

@@ -19,7 +19,6 @@ scores a shard and the main process merges them in order.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
 from itertools import islice
@@ -28,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
-from prmkit.io import atomic_output, dumps, finished_lines, open_text, read_solutions
+from prmkit.io import atomic_output, dumps, finished_lines, open_text, output_keys, read_solutions
 from prmkit.model.formatter import TruncationReport, encode, encode_many
 from prmkit.model.labels import step_scores
 
@@ -174,12 +173,6 @@ def _record_key(record: dict) -> str:
     return record["id"] if record.get("id") is not None else record["meta"]["prmkit_score_position"]
 
 
-def _output_keys(path: Path) -> set[str]:
-    """Keys of a finished output (written whole, renamed into place; gzip read transparently)."""
-    with open_text(path) as f:
-        return {_record_key(json.loads(line)) for line in f if line.strip()}
-
-
 def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | os.PathLike,
                cfg: ScoreConfig | None = None, scorer: Scorer | None = None) -> dict:
     """Score every record of ``inp`` into ``out`` (see the module docstring); return a summary."""
@@ -200,7 +193,7 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
     if not cfg.resume and out.exists() and state.is_main_process:
         out.unlink()  # no resume: an earlier output is replaced, not merged into
     state.wait_for_everyone()
-    previous = _output_keys(out) if cfg.resume and out.exists() else set()
+    previous = output_keys(out, _record_key) if cfg.resume else set()
     done = previous | (finished_lines(shard, _record_key) if cfg.resume else set())
     if not cfg.resume and shard.exists():
         shard.unlink()

@@ -35,7 +35,7 @@ from pathlib import Path
 from prmkit.generate.backend import Backend, Sample, make_backend, problem_key
 from prmkit.generate.config import GenerateConfig, shard_of
 from prmkit.generate.steps import split_steps
-from prmkit.io import atomic_output, dumps, finished_lines, open_text
+from prmkit.io import atomic_output, dumps, finished_lines, open_text, output_keys
 from prmkit.schema import Generator, Problem, Solution, Step
 
 
@@ -76,16 +76,15 @@ def to_solution(problem: Problem, sid: str, sample: Sample, cfg: GenerateConfig,
                     meta={"generation": {"finish_reason": sample.finish_reason, "tokens": sample.tokens}})
 
 
+def _id(record: dict) -> str:
+    return record["id"]
+
+
 def part_path(out: str | os.PathLike, shard: str = "0/1") -> Path:
     """The partial file of ``out`` for one shard: shards may share an ``out`` (their partial files do not)."""
     out = Path(out)
     i, k = shard_of(shard)
     return out.with_name(f".{out.name}.part" + (f"{i}of{k}" if k > 1 else ""))
-
-
-def _ids_in(path: Path) -> set[str]:
-    with open_text(path) as f:
-        return {json.loads(line)["id"] for line in f if line.strip()}
 
 
 def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateConfig | None = None,
@@ -98,7 +97,7 @@ def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateC
     if not cfg.resume:  # a fresh run: what an earlier one wrote is replaced, not merged into
         part.unlink(missing_ok=True)
         out.unlink(missing_ok=True)
-    done = (_ids_in(out) if out.exists() else set()) | finished_lines(part, lambda r: r["id"])
+    done = output_keys(out, _id) | finished_lines(part, _id)
     todo = [(idx, p) for idx, p in mine if any(sample_id(p, cfg.seed, j) not in done for j in range(cfg.n))]
     summary = {"problems": len(mine), "problems_generated": len(todo), "skipped_already_done": len(done),
                "written": 0}
@@ -182,7 +181,7 @@ def _finish(out: Path, part: Path, inp) -> None:
 
     with open(out.with_name(f".{out.name}.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        previous = _ids_in(out) if out.exists() else set()
+        previous = output_keys(out, _id)
         with atomic_output(out, [inp]) as w:
             if previous:
                 with open_text(out) as old:

@@ -251,6 +251,29 @@ def finished_lines(path: str | os.PathLike, key: Callable[[dict], Any]) -> set:
     return keys
 
 
+def merge_partial(out: str | os.PathLike, part: str | os.PathLike, key: Callable[[dict], Any],
+                  inputs: Iterable[str | os.PathLike] = ()) -> None:
+    """``out`` = its records, then those of the partial file ``part`` it does not hold yet (by ``key``: a run
+    killed between the two renames left some), in order; then ``part`` goes. Writers sharing ``out`` (shards)
+    take turns under a lock file beside it."""
+    import fcntl
+
+    out, part = Path(out), Path(part)
+    with open(out.with_name(f".{out.name}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        previous = output_keys(out, key)
+        with atomic_output(out, inputs) as w:
+            if previous:
+                with open_text(out) as old:
+                    for line in old:
+                        w.write(line)
+            with open(part, encoding="utf-8") as f:
+                for line in f:
+                    if line.strip() and key(json.loads(line)) not in previous:
+                        w.write(line)
+        part.unlink()
+
+
 def dumps(record: Any) -> str:
     """One record as one line of JSON (dataclasses through their ``to_dict``)."""
     value = record.to_dict() if hasattr(record, "to_dict") else record

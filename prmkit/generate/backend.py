@@ -1,8 +1,10 @@
 """The generator interface: every backend samples whole solutions and continues partial ones.
 
 ``Backend.generate(problems, n) -> [[Sample] * n per problem]`` and
-``Backend.complete(problem, prefix_steps, n) -> [Sample] * n`` (the text after the prefix, for Monte-Carlo
-rollouts and search). A :class:`Sample` is text; :func:`prmkit.generate.steps.split_steps` makes it steps
+``Backend.complete(problem, prefix_steps, n, start=0) -> [Sample] * n`` (the text after the prefix, for
+Monte-Carlo rollouts and search: samples ``start .. start + n - 1`` of that prefix, so a cache that holds the
+first ``k`` asks for the next ones only); :meth:`Backend.complete_many` takes many such requests at once
+(batched across prefixes where the backend can). A :class:`Sample` is text; :func:`prmkit.generate.steps.split_steps` makes it steps
 and :mod:`prmkit.generate.run` makes it a record. Backends by name (``--backend``):
 
 - ``hf`` (:mod:`prmkit.generate.hf`): transformers on CPU or GPU, batched with a KV cache;
@@ -51,9 +53,15 @@ class Backend:
         """``n`` samples of each problem (from its start)."""
         return [self.complete(p, [], n) for p in problems]
 
-    def complete(self, problem: Problem, prefix_steps: list[str], n: int) -> list[Sample]:
-        """``n`` continuations of ``problem`` after ``prefix_steps``: each sample's text is what follows."""
+    def complete(self, problem: Problem, prefix_steps: list[str], n: int, start: int = 0) -> list[Sample]:
+        """Continuations ``start .. start + n - 1`` of ``problem`` after ``prefix_steps``: each sample's text is
+        what follows. Sample ``j`` of a prefix does not depend on ``n`` or ``start``, where the backend can seed
+        samples one by one (``hf``, ``lab``); a server seeds a request (``openai``)."""
         raise NotImplementedError
+
+    def complete_many(self, requests: list[tuple[Problem, list[str], int, int]]) -> list[list[Sample]]:
+        """:meth:`complete` of every ``(problem, prefix_steps, n, start)``, in order."""
+        return [self.complete(p, prefix, n, start) for p, prefix, n, start in requests]
 
     def close(self) -> None:
         """Release what the backend holds (a model, a server connection)."""

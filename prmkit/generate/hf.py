@@ -216,17 +216,20 @@ class HFBackend(Backend):
         return encode(self.sampler.tokenizer, text, prefix_steps, self.fmt).input_ids
 
     def generate(self, problems, n):
-        return self._rows([(p, [], n) for p in problems])
+        return self._rows([(p, [], n, 0) for p in problems])
 
-    def complete(self, problem, prefix_steps, n):
-        return self._rows([(problem, list(prefix_steps), n)])[0]
+    def complete(self, problem, prefix_steps, n, start=0):
+        return self._rows([(problem, list(prefix_steps), n, start)])[0]
+
+    def complete_many(self, requests):
+        return self._rows([(p, list(prefix), n, start) for p, prefix, n, start in requests])
 
     def _rows(self, requests: list[tuple]) -> list[list[Sample]]:
-        """Every (problem, prefix, n) request as rows, batched by prompt length, put back in order."""
-        rows = [(q, j, self.prompt_ids(p, prefix), sample_seed(self.cfg.seed, problem_key(p), prefix, j))
-                for q, (p, prefix, n) in enumerate(requests) for j in range(n)]
+        """Every (problem, prefix, n, start) request as rows, batched by prompt length, put back in order."""
+        rows = [(q, j - start, self.prompt_ids(p, prefix), sample_seed(self.cfg.seed, problem_key(p), prefix, j))
+                for q, (p, prefix, n, start) in enumerate(requests) for j in range(start, start + n)]
         rows.sort(key=lambda r: len(r[2]))
-        out: list[list[Sample | None]] = [[None] * n for _, _, n in requests]
+        out: list[list[Sample | None]] = [[None] * n for _, _, n, _ in requests]
         size = self.cfg.batch_size
         for b in range(0, len(rows), size):
             batch = rows[b:b + size]

@@ -66,10 +66,10 @@ class LabBackend(Backend):
         sols = generate(problems, self.generator, n, self.cfg.seed)
         return [[_sample(s.texts) for s in sols[i * n:(i + 1) * n]] for i in range(len(problems))]
 
-    def complete(self, problem, prefix_steps, n):
+    def complete(self, problem, prefix_steps, n, start=0):
         from prmkit.lab.generator import continue_samples
 
-        return [_sample(t) for t in continue_samples(problem, prefix_steps, self.generator, n, self.cfg.seed)]
+        return [_sample(t) for t in continue_samples(problem, prefix_steps, self.generator, n, self.cfg.seed, start)]
 
 
 def _sample(texts: list[str]) -> Sample:

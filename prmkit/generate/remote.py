@@ -41,13 +41,16 @@ class OpenAIBackend(Backend):
     def generate(self, problems, n):
         return list(self.pool.map(lambda p: self.complete(p, [], n), problems))
 
-    def complete(self, problem, prefix_steps, n):
+    def complete_many(self, requests):
+        return list(self.pool.map(lambda r: self.complete(*r), requests))
+
+    def complete(self, problem, prefix_steps, n, start=0):
         endpoint = "chat/completions" if self.cfg.chat_template else "completions"
         import openai
 
         where = f"{self.cfg.base_url}/{endpoint}, problem {problem_key(problem)}"
         try:
-            reply = self._request(problem, list(prefix_steps), n)
+            reply = self._request(problem, list(prefix_steps), n, start)
         except (openai.APIError, ValueError) as e:  # ValueError: a body that is not JSON
             raise GenerationError(f"{where}: {_describe(e, self.cfg.retries)}") from e
         try:
@@ -57,10 +60,10 @@ class OpenAIBackend(Backend):
         except (AttributeError, TypeError) as e:  # a reply of the wrong shape
             raise GenerationError(f"{where}: malformed response ({type(e).__name__}: {e})") from e
 
-    def _request(self, problem, prefix_steps: list[str], n: int):
+    def _request(self, problem, prefix_steps: list[str], n: int, start: int = 0):
         cfg = self.cfg
         common = {"model": cfg.model, "n": n, "temperature": cfg.temperature, "top_p": cfg.top_p,
-                  "seed": sample_seed(cfg.seed, problem_key(problem), prefix_steps, 0), "stop": cfg.stop or None}
+                  "seed": sample_seed(cfg.seed, problem_key(problem), prefix_steps, start), "stop": cfg.stop or None}
         if not cfg.chat_template:
             return self.client.completions.create(prompt=prompt_text(problem.problem, prefix_steps, cfg, self.shots),
                                                   max_tokens=cfg.max_new_tokens, **common)

@@ -35,7 +35,7 @@ from pathlib import Path
 from prmkit.generate.backend import Backend, Sample, make_backend, problem_key
 from prmkit.generate.config import GenerateConfig, shard_of
 from prmkit.generate.steps import split_steps
-from prmkit.io import atomic_output, dumps, finished_lines, open_text, output_keys
+from prmkit.io import dumps, finished_lines, merge_partial, open_text, output_keys
 from prmkit.schema import Generator, Problem, Solution, Step
 
 
@@ -110,7 +110,7 @@ def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateC
             if own:
                 backend.close()
     if part.exists():
-        _finish(out, part, inp)
+        merge_partial(out, part, _id, [inp])
     return summary
 
 
@@ -172,26 +172,6 @@ def _write_chunk(f, chunk, samples, done: set[str], cfg: GenerateConfig, generat
             written.append(sample)
     f.flush()
     return written
-
-
-def _finish(out: Path, part: Path, inp) -> None:
-    """``out`` = its records, then those of ``part`` it does not hold yet (a run killed between the two
-    renames left some), in generation order; then ``part`` goes. Shards sharing ``out`` take turns."""
-    import fcntl
-
-    with open(out.with_name(f".{out.name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        previous = output_keys(out, _id)
-        with atomic_output(out, [inp]) as w:
-            if previous:
-                with open_text(out) as old:
-                    for line in old:
-                        w.write(line)
-            with open(part, encoding="utf-8") as f:
-                for line in f:
-                    if line.strip() and json.loads(line)["id"] not in previous:
-                        w.write(line)
-        part.unlink()
 
 
 class _Progress:

@@ -34,20 +34,24 @@ class VLLMBackend(Backend):
         return tok.apply_chat_template(turn, tokenize=False, add_generation_prompt=True) + \
             steps_text(prefix_steps, self.cfg)
 
-    def _params(self, problem, prefix_steps: list[str], n: int):
+    def _params(self, problem, prefix_steps: list[str], n: int, start: int = 0):
         cfg = self.cfg
         return self.vllm.SamplingParams(n=n, temperature=cfg.temperature, top_p=cfg.top_p,
                                         max_tokens=cfg.max_new_tokens, stop=cfg.stop or None,
-                                        seed=sample_seed(cfg.seed, problem_key(problem), prefix_steps, 0))
+                                        seed=sample_seed(cfg.seed, problem_key(problem), prefix_steps, start))
 
     def _run(self, requests: list[tuple]) -> list[list[Sample]]:
-        prompts = [self._prompt(p, prefix) for p, prefix, _ in requests]
-        params = [self._params(p, prefix, n) for p, prefix, n in requests]
+        """Every ``(problem, prefix, n, start)`` request in one engine call: vLLM batches their rows."""
+        prompts = [self._prompt(p, prefix) for p, prefix, _, _ in requests]
+        params = [self._params(p, prefix, n, start) for p, prefix, n, start in requests]
         outputs = self.llm.generate(prompts, params, use_tqdm=False)
         return [[Sample(o.text, len(o.token_ids), o.finish_reason or "stop") for o in out.outputs] for out in outputs]
 
     def generate(self, problems, n):
-        return self._run([(p, [], n) for p in problems])
+        return self._run([(p, [], n, 0) for p in problems])
 
-    def complete(self, problem, prefix_steps, n):
-        return self._run([(problem, list(prefix_steps), n)])[0]
+    def complete(self, problem, prefix_steps, n, start=0):
+        return self._run([(problem, list(prefix_steps), n, start)])[0]
+
+    def complete_many(self, requests):
+        return self._run([(p, list(prefix), n, start) for p, prefix, n, start in requests])

@@ -212,21 +212,26 @@ def resume_point(led: Ledger, prefix_steps: list[str]) -> Resume | None:
 
 
 def continue_samples(problem: Problem, prefix_steps: list[str], cfg: GeneratorConfig, samples: int,
-                     seed: int) -> list[list[str]]:
-    """``samples`` continuations (step lines after the prefix) of a partial solution of ``problem``, each
-    with its own draws: what a Monte-Carlo rollout from that prefix gives."""
+                     seed: int, start: int = 0) -> list[list[str]]:
+    """Continuations ``start .. start + samples - 1`` (step lines after the prefix) of a partial solution of
+    ``problem``: what Monte-Carlo rollouts from that prefix give. Each continuation draws from its own
+    generator (seed, problem, prefix, index), so continuation ``j`` is the same whatever ``samples`` and
+    ``start``: a rollout cache holding the first ``k`` asks for the next ones only."""
     led = ledger_of(problem.problem)
     state = resume_point(led, prefix_steps)
     if state is None:
         return [[] for _ in range(samples)]
-    key = hashlib.blake2b("\x1f".join([problem.problem, *prefix_steps]).encode(), digest_size=8).digest()
-    rng = np.random.default_rng([seed, int.from_bytes(key)])
+    key = int.from_bytes(hashlib.blake2b("\x1f".join([problem.problem, *prefix_steps]).encode(), digest_size=8).digest())
     n_txn = len(led.txns)
-    u = rng.random((samples, n_txn, 7))
-    cut = rng.random(samples) < cfg.no_answer_rate
-    stop = np.where(cut, rng.integers(state.start, n_txn + 1, size=samples), n_txn + 1)
     profile = misreading_profile(problem.problem, cfg)
-    return [sample_texts(led, u[j], profile, cfg, int(stop[j]), state) for j in range(samples)]
+    out = []
+    for j in range(start, start + samples):
+        rng = np.random.default_rng([seed, key, j])
+        u = rng.random((n_txn, 7))
+        cut = rng.random() < cfg.no_answer_rate
+        stop = int(rng.integers(state.start, n_txn + 1)) if cut else n_txn + 1
+        out.append(sample_texts(led, u, profile, cfg, stop, state))
+    return out
 
 
 def generate(problems: list[Problem], cfg: GeneratorConfig, samples: int, seed: int) -> list[Solution]:

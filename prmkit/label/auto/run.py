@@ -1,0 +1,179 @@
+"""``prmkit label auto``: solutions in, automatically labelled solutions out, resumably.
+
+:func:`label_solutions` labels a list in memory (what the lab's studies call); :func:`label_file` reads a
+solution file and writes through a partial file beside ``OUT`` (``.OUT.part``, appended a few solutions
+at a time and flushed), renamed into ``OUT`` when every solution is done. A killed run loses at most the
+solutions in flight: a rerun skips every solution already in ``OUT`` or the partial file (by id) and its
+rollouts come from the cache (:class:`~prmkit.label.auto.rollouts.RolloutCache`), so nothing finished is
+sampled twice.
+
+>>> import os, tempfile
+>>> from prmkit.generate.config import GenerateConfig
+>>> from prmkit.io import read_solutions, write_records
+>>> from prmkit.lab import generate, make_problems, preset
+>>> cfg = preset("quick")
+>>> d = tempfile.mkdtemp(); src = os.path.join(d, "in.jsonl"); out = os.path.join(d, "out.jsonl")
+>>> _ = write_records(src, generate(make_problems(cfg.domain, 3, seed=0), cfg.generator, 2, seed=0))
+>>> gen = GenerateConfig(backend="lab", model="quick")
+>>> label_file(src, out, AutoLabelConfig(k=4, progress=False), gen)["labelled"]
+6
+>>> s = next(read_solutions(out)); s.label_source, s.meta["autolabel"]["labeller"], len(s.steps) == len(s.ratings)
+('rollout', 'mc', True)
+>>> label_file(src, out, AutoLabelConfig(k=4, progress=False), gen)["labelled"]
+0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import time
+from itertools import islice
+from pathlib import Path
+
+from prmkit.io import dumps, finished_lines, merge_partial, output_keys, read_solutions
+from prmkit.label.auto.config import JUDGE_METHODS, AutoLabelConfig
+from prmkit.label.auto.methods import label_chunk
+from prmkit.label.auto.rollouts import RolloutCache, Rollouts
+from prmkit.schema import Solution
+
+
+def solution_key(record) -> str:
+    """What identifies a solution across reruns: its id, else a hash of its problem and steps."""
+    if isinstance(record, dict):
+        sid, problem = record.get("id"), record["problem"]["problem"]
+        texts = [s["completions"][s.get("chosen") or 0]["text"] if s.get("completions") else s["human"]["text"]
+                 for s in record["steps"]]
+    else:
+        sid, problem, texts = record.id, record.problem.problem, record.texts
+    if sid is not None:
+        return sid
+    return hashlib.blake2b("\x1f".join([problem, *texts]).encode(), digest_size=8).hexdigest()
+
+
+def cache_path(out: str | os.PathLike, cfg: AutoLabelConfig) -> Path:
+    """The rollout cache: ``cfg.cache``, else ``OUT`` + ``.rollouts.jsonl`` beside it."""
+    out = Path(out)
+    return Path(cfg.cache) if cfg.cache else out.with_name(out.name + ".rollouts.jsonl")
+
+
+class Labeller:
+    """The rollout engine and the judge a method needs, opened once, closed by :meth:`close`."""
+
+    def __init__(self, cfg: AutoLabelConfig, gen_cfg=None, backend=None, judge=None, grade=None,
+                 cache: RolloutCache | None = None, on_sampled=None):
+        from prmkit.generate.backend import make_backend
+
+        self.cfg, self.owned = cfg, []
+        self.rollouts = None
+        if cfg.rollouts:
+            if backend is None:
+                backend = make_backend(gen_cfg)
+                self.owned.append(backend)
+            self.rollouts = Rollouts(backend, cache, grade, on_sampled)
+        if judge is None and cfg.method in JUDGE_METHODS:
+            from prmkit.label.auto.judge import Judge
+
+            judge = Judge(cfg.judge_generate(getattr(gen_cfg, "seed", 0)))
+            self.owned.append(judge)
+        self.judge = judge
+
+    def label(self, solutions: list[Solution]) -> list[Solution]:
+        return label_chunk(solutions, self.cfg, self.rollouts, self.judge)
+
+    def close(self) -> None:
+        for thing in self.owned:
+            thing.close()
+        if self.rollouts is not None:
+            self.rollouts.cache.close()
+
+
+def label_solutions(solutions: list[Solution], cfg: AutoLabelConfig, gen_cfg=None, backend=None, judge=None,
+                    grade=None, cache: str | os.PathLike | None = None) -> tuple[list[Solution], dict]:
+    """Labels of ``solutions`` in memory, and a summary of the cost (rollouts sampled and cached)."""
+    labeller = Labeller(cfg, gen_cfg, backend, judge, grade, RolloutCache(cache))
+    out: list[Solution] = []
+    start = time.perf_counter()
+    try:
+        chunks = iter(solutions)
+        while chunk := list(islice(chunks, cfg.flush_every)):
+            out.extend(labeller.label(chunk))
+    finally:
+        labeller.close()
+    return out, summary_of(out, labeller, time.perf_counter() - start)
+
+
+def summary_of(records: list[Solution], labeller: Labeller, seconds: float) -> dict:
+    """Counts and cost of a labelling run: what was labelled, the rollouts sampled now and cached, the
+    judge replies that could not be read."""
+    info = [r.meta["autolabel"] for r in records]
+    out = {"labelled": len(records), "seconds": round(seconds, 3),
+           "rollouts": sum(i["cost"].get("rollouts", 0) for i in info),
+           "judge_calls": sum(i["cost"].get("judge_calls", 0) for i in info),
+           "judge_unparseable": sum("unparseable" in i.get("judge", {}) for i in info)}
+    if labeller.rollouts is not None:
+        c = labeller.rollouts.counts
+        out.update(rollouts_sampled=c.sampled, rollouts_cached=c.cached, cache_hit_rate=round(c.hit_rate, 4),
+                   rollout_tokens_sampled=c.tokens, rollouts_per_s=round(c.sampled / max(seconds, 1e-9), 1))
+    if labeller.cfg.method == "consensus":
+        out["consensus_kept"] = sum(bool(i.get("consensus")) for i in info)
+    return out
+
+
+def label_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: AutoLabelConfig | None = None, gen_cfg=None,
+               backend=None, judge=None, grade=None, input_format: str = "prmkit", log=print) -> dict:
+    """Label every solution of ``inp`` into ``out`` (see the module docstring); a summary."""
+    cfg = cfg or AutoLabelConfig()
+    out = Path(out)
+    part = out.with_name(f".{out.name}.part")
+    if not cfg.resume:
+        for p in (part, out, cache_path(out, cfg)):
+            p.unlink(missing_ok=True)
+    solutions = _read(inp, input_format)
+    done = output_keys(out, solution_key) | finished_lines(part, solution_key)
+    todo = [s for s in solutions if solution_key(s) not in done]
+    bar = _bar(cfg, len(todo))
+    labeller = Labeller(cfg, gen_cfg, backend, judge, grade, RolloutCache(cache_path(out, cfg)),
+                        on_sampled=lambda n: bar.set_postfix(rollouts=labeller.rollouts.counts.sampled, refresh=False))
+    written: list[Solution] = []
+    start = time.perf_counter()
+    try:
+        part.parent.mkdir(parents=True, exist_ok=True)
+        with open(part, "a", encoding="utf-8") as f:
+            chunks = iter(todo)
+            while chunk := list(islice(chunks, cfg.flush_every)):
+                records = labeller.label(chunk)
+                f.write("".join(dumps(r) + "\n" for r in records))
+                f.flush()
+                written += records
+                bar.update(len(chunk))
+    except BaseException:
+        log(f"prmkit label auto: stopped; finished solutions are kept in {part} and a rerun resumes from them "
+            f"(rollouts from {cache_path(out, cfg)})")
+        raise
+    finally:
+        bar.close()
+        labeller.close()
+    if part.exists():
+        merge_partial(out, part, solution_key, [inp])
+    return {**summary_of(written, labeller, time.perf_counter() - start), "skipped_already_done": len(done),
+            "solutions": len(solutions)}
+
+
+def _read(path, fmt: str) -> list[Solution]:
+    if fmt == "prmkit":
+        return list(read_solutions(path))
+    from prmkit.convert import Options, read
+
+    records = list(read(path, fmt, Options()))
+    solutions = [r for r in records if isinstance(r, Solution)]
+    if len(solutions) != len(records):
+        raise ValueError(f"{path}: {len(records) - len(solutions)} records are problems without steps; "
+                         "label auto takes solutions")
+    return solutions
+
+
+def _bar(cfg: AutoLabelConfig, total: int):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"label {cfg.method}", unit="solution", disable=not cfg.progress)

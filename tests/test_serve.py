@@ -202,7 +202,7 @@ def test_the_serve_command_listens_on_loopback(tiny_lm):
                 import time
 
                 time.sleep(0.1)
-        assert health == {"status": "ok", "generator": True, "scorer": False}
+        assert health == {"status": "ok", "generator": True, "scorer": False, "critic": False}
     finally:
         proc.terminate()
         proc.wait(timeout=20)

@@ -29,7 +29,8 @@ def serve(cfg) -> None:
     service = Service(cfg)
     port = cfg.port or free_port(cfg.host)
     print(f"prmkit serve: {service.name} on http://{cfg.host}:{port}/v1 "
-          f"(generator: {cfg.generator or 'none'}, scorer: {cfg.scorer or 'none'})", flush=True)
+          f"(generator: {cfg.generator or 'none'}, scorer: {cfg.scorer or 'none'}, critic: {cfg.critic or 'none'})",
+          flush=True)
     try:
         uvicorn.run(build_app(service), host=cfg.host, port=port, log_level="warning")
     finally:

@@ -1,4 +1,4 @@
-"""``prmkit serve``'s HTTP API (FastAPI): an OpenAI-compatible generator and a step-scoring endpoint.
+"""``prmkit serve``'s HTTP API (FastAPI): an OpenAI-compatible generator, a step-scoring endpoint and a critic.
 
 - ``GET /health``, ``GET /v1/models``;
 - ``POST /v1/completions`` and ``POST /v1/chat/completions``: the OpenAI request and response shapes
@@ -9,7 +9,15 @@
 - ``POST /v1/score``: ``{"solutions": [{"problem": "...", "steps": ["...", ...]}, ...]}`` (or one
   ``problem`` and ``steps``) in; per solution the step scores and solution scores that ``prmkit score``
   writes (``p_correct`` per step, ``prm_min`` ...; ``orm`` for an ORM) out, from
-  :class:`prmkit.score.Scorer`: the model's saved formatter, as in training.
+  :class:`prmkit.score.Scorer`: the model's saved formatter, as in training;
+- with ``--critic`` (a PRM folder), ``POST /v1/chat/completions`` is a judge instead of the generator, a
+  stand-in for an LLM judge: the last user message must be a ProcessBench critique prompt
+  (:func:`prmkit.label.auto.judge.critique_prompt`; any other message is a 400), the PRM scores its
+  paragraphs as steps, as ``/v1/score`` would, and the reply (:func:`critic_reply`) names each paragraph's
+  ``p_correct`` and ends in ``\\boxed{i}``, ``i`` the first paragraph below ``--critic-threshold``, else -1.
+  It is deterministic (``n`` identical choices; temperature, top_p and seed are ignored); ``usage`` counts
+  tokens with the critic's own tokenizer, and a ``max_tokens`` shorter than the reply cuts it
+  (``finish_reason`` ``length``) as a real judge's would be. ``/v1/completions`` stays the generator's.
 
 Requests that arrive together are batched (:class:`prmkit.serve.batcher.Batcher`) into one model call.
 """
@@ -37,6 +45,11 @@ class ServeConfig:
     generator: str = field(default="", metadata={"help": "a causal LM folder to serve on /v1/completions and "
                                                          "/v1/chat/completions"})
     scorer: str = field(default="", metadata={"help": "a prmkit PRM or ORM folder to serve on /v1/score"})
+    critic: str = field(default="", metadata={
+        "help": "a prmkit PRM folder that answers critique prompts (ProcessBench's) on /v1/chat/completions: "
+                "the first paragraph it scores below --critic-threshold, in \\boxed{}"})
+    critic_threshold: float = field(default=0.5, metadata={
+        "help": "--critic: a paragraph whose p_correct is below this is an error"})
     name: str = field(default="", metadata={"help": "the served model's name (default: the folder's name)"})
     host: str = field(default="127.0.0.1", metadata={"help": "address to listen on (loopback: this machine "
                                                               "only; 0.0.0.0 exposes it)"})
@@ -52,6 +65,8 @@ class ServeConfig:
     def __post_init__(self):
         if self.max_batch < 1 or self.max_tokens < 1 or not 0 <= self.port < 65536:
             raise ValueError("max_batch and max_tokens must be at least 1, port in 0..65535")
+        if not 0 <= self.critic_threshold <= 1:
+            raise ValueError(f"critic_threshold must be in [0, 1], got {self.critic_threshold}")
 
 
 class CompletionRequest(BaseModel):
@@ -107,24 +122,36 @@ class Row:
 class Service:
     """The loaded models and their batchers."""
 
-    def __init__(self, cfg: ServeConfig, sampler: Sampler | None = None, scorer=None):
+    def __init__(self, cfg: ServeConfig, sampler: Sampler | None = None, scorer=None, critic=None):
         from pathlib import Path
 
-        if not (cfg.generator or sampler) and not (cfg.scorer or scorer):
-            raise ValueError("serve needs a --generator folder, a --scorer folder, or both")
+        if not (cfg.generator or sampler) and not (cfg.scorer or scorer) and not (cfg.critic or critic):
+            raise ValueError("serve needs a --generator folder, a --scorer folder, a --critic folder, or several")
         self.cfg = cfg
         self.sampler = sampler or (Sampler.load(cfg.generator, cfg.device, cfg.marker or "\n")
                                    if cfg.generator else None)
         if scorer is None and cfg.scorer:
-            from prmkit.score import Scorer
-            from prmkit.train.loop import uses_cuda
-
-            scorer = Scorer(cfg.scorer, device="cuda" if uses_cuda(cfg.device) else "cpu")
+            scorer = self._load_scorer(cfg.scorer)
         self.scorer = scorer
-        self.name = cfg.name or Path(cfg.generator or cfg.scorer).name
+        if critic is None and cfg.critic:  # the same folder as --scorer: one model, one batcher
+            critic = self.scorer if cfg.critic == cfg.scorer else self._load_scorer(cfg.critic)
+        if critic is not None and critic.card.kind != "prm":
+            raise ValueError(f"--critic needs a PRM (it scores paragraphs), got a {critic.card.kind}")
+        self.critic = critic
+        self.name = cfg.name or Path(cfg.generator or cfg.scorer or cfg.critic).name
         wait = cfg.max_wait_ms / 1000
         self.gen_batcher = Batcher(self._sample_rows, cfg.max_batch, wait) if self.sampler else None
         self.score_batcher = Batcher(self._score, cfg.max_batch, wait) if self.scorer else None
+        self.critic_batcher = None
+        if critic is not None:
+            shared = critic is self.scorer
+            self.critic_batcher = self.score_batcher if shared else Batcher(self._critic_score, cfg.max_batch, wait)
+
+    def _load_scorer(self, folder: str):
+        from prmkit.score import Scorer
+        from prmkit.train.loop import uses_cuda
+
+        return Scorer(folder, device="cuda" if uses_cuda(self.cfg.device) else "cpu")
 
     def _sample_rows(self, rows: list[Row]) -> list[tuple[list[int], str]]:
         out: list = [None] * len(rows)
@@ -140,20 +167,26 @@ class Service:
         return out
 
     def _score(self, items: list[tuple[str, list[str]]]) -> list[dict]:
+        return self._score_with(self.scorer, items)
+
+    def _critic_score(self, items: list[tuple[str, list[str]]]) -> list[dict]:
+        return self._score_with(self.critic, items)
+
+    def _score_with(self, scorer, items: list[tuple[str, list[str]]]) -> list[dict]:
+        """Per (problem, steps), what ``/v1/score`` answers: step scores (none past truncation) and solution scores."""
         from prmkit.schema import Solution
 
-        probs = self.scorer.probabilities([p for p, _ in items], [s for _, s in items], self.cfg.max_batch)
+        probs = scorer.probabilities([p for p, _ in items], [s for _, s in items], self.cfg.max_batch)
         out = []
         for (problem, steps), p in zip(items, probs):
             sol = Solution.from_steps(problem, steps)
-            self.scorer.annotate(sol, p)
+            scorer.annotate(sol, p)
             out.append({"steps": [s.scores for s in sol.steps], "scores": sol.scores})
         return out
 
     def close(self) -> None:
-        for b in (self.gen_batcher, self.score_batcher):
-            if b is not None:
-                b.close()
+        for b in {self.gen_batcher, self.score_batcher, self.critic_batcher} - {None}:  # the critic's may be shared
+            b.close()
 
 
 def _stops(stop) -> list[str]:
@@ -168,7 +201,8 @@ def build_app(service: Service) -> FastAPI:
 
     @app.get("/health")
     def health():
-        return {"status": "ok", "generator": service.sampler is not None, "scorer": service.scorer is not None}
+        return {"status": "ok", "generator": service.sampler is not None, "scorer": service.scorer is not None,
+                "critic": service.critic is not None}
 
     @app.get("/v1/models")
     def models():
@@ -186,6 +220,8 @@ def build_app(service: Service) -> FastAPI:
 
     @app.post("/v1/chat/completions")
     async def chat(req: ChatRequest):
+        if service.critic is not None:
+            return await _critique(service, req)
         sampling = _sampling(service, req.max_completion_tokens or req.max_tokens or 256, req.temperature, req.top_p)
         prompt = chat_prompt(service.sampler.tokenizer, req.messages, req.continue_final_message)
         ids = service.sampler.tokenizer.encode(prompt)
@@ -260,6 +296,63 @@ def chat_prompt(tokenizer, messages: list[Message], continue_final: bool) -> str
         return tokenizer.apply_chat_template(turns, tokenize=False, add_generation_prompt=not continue_final,
                                              continue_final_message=continue_final)
     return "\n".join(m.content for m in messages) + ("" if continue_final else "\n")
+
+
+async def _critique(service: Service, req: ChatRequest) -> dict:
+    """The critic's chat reply to a critique prompt (see the module docstring)."""
+    from prmkit.label.auto.judge import read_critique_prompt
+
+    users = [m.content for m in req.messages if m.role == "user"]
+    read = read_critique_prompt(users[-1]) if users else None
+    if read is None:
+        raise HTTPException(400, "this server's chat endpoint is a critic (--critic): the last user message must "
+                                 "be a ProcessBench critique prompt (prmkit.label.auto.judge.critique_prompt)")
+    result = await asyncio.wrap_future(service.critic_batcher.submit(read))
+    text = critic_reply([s.get("p_correct") for s in result["steps"]], service.cfg.critic_threshold)
+    tokenizer = service.critic.tokenizer
+    ids = tokenizer.encode(text, add_special_tokens=False)
+    limit, reason = req.max_completion_tokens or req.max_tokens, "stop"
+    if limit is not None and len(ids) > limit:
+        ids, reason = ids[:limit], "length"
+        text = tokenizer.decode(ids)
+    choice = {"message": {"role": "assistant", "content": text}, "finish_reason": reason}
+    return _response("chat.completion", service.name, [{"index": i, **choice} for i in range(req.n)],
+                     len(tokenizer.encode(users[-1])), len(ids) * req.n)
+
+
+def critic_reply(p_correct: list[float | None], threshold: float) -> str:
+    r"""A critique naming each paragraph's ``p_correct`` and ending in ``\boxed{i}``: ``i`` the first below
+    ``threshold``, -1 if none is. None marks a paragraph the critic did not score (past its context); if
+    no error comes before one, the reply has no box, since it cannot say there is none.
+
+    >>> print(critic_reply([0.9, 0.2, 0.7], 0.5))
+    Paragraph 0: p_correct = 0.900, correct.
+    Paragraph 1: p_correct = 0.200, below 0.5: the earliest error.
+    Paragraph 2: p_correct = 0.700.
+    <BLANKLINE>
+    The earliest error is in paragraph 1.
+    <BLANKLINE>
+    \boxed{1}
+    >>> critic_reply([0.9, 0.8], 0.5).endswith("No paragraph scores below 0.5.\n\n\\boxed{-1}")
+    True
+    >>> critic_reply([0.9, None], 0.5).splitlines()[-1]
+    'Paragraph 1 was not scored: no verdict.'
+    """
+    lines, first = [], None
+    for i, p in enumerate(p_correct):
+        if p is None:
+            lines.append(f"Paragraph {i}: not scored (past the critic's context).")
+        elif first is None and p < threshold:
+            first = i
+            lines.append(f"Paragraph {i}: p_correct = {p:.3f}, below {threshold:g}: the earliest error.")
+        else:
+            lines.append(f"Paragraph {i}: p_correct = {p:.3f}{', correct' if first is None else ''}.")
+    unscored = [i for i, p in enumerate(p_correct) if p is None]
+    if unscored and (first is None or unscored[0] < first):
+        return "\n".join(lines) + f"\n\nParagraph {unscored[0]} was not scored: no verdict."
+    if first is None:
+        return "\n".join(lines) + f"\n\nNo paragraph scores below {threshold:g}.\n\n\\boxed{{-1}}"
+    return "\n".join(lines) + f"\n\nThe earliest error is in paragraph {first}.\n\n\\boxed{{{first}}}"
 
 
 def _score_items(req: ScoreRequest) -> list[tuple[str, list[str]]]:

@@ -4,8 +4,8 @@ Rollouts are sampled by a generator backend (a :class:`~prmkit.generate.config.G
 ``--backend``, ``--model``, ``--temperature`` ... of ``prmkit generate``); this config says how they
 become labels, and where the judge is.
 
->>> AutoLabelConfig().method, AutoLabelConfig(method="judge", judge_model="m").judge_generate().chat_template
-('mc', True)
+>>> AutoLabelConfig().method, AutoLabelConfig(method="judge", judge_model="m").settings["judge"]
+('mc', 'm')
 >>> AutoLabelConfig(k=0)
 Traceback (most recent call last):
 ...
@@ -41,8 +41,9 @@ class AutoLabelConfig:
     judge_model: str = field(default="", metadata={"help": "judge, consensus: the served judge model's name"})
     judge_base_url: str = field(default="http://127.0.0.1:8000/v1", metadata={
         "help": "judge, consensus: the judge server's /v1 URL (any OpenAI-compatible server, prmkit serve included)"})
-    judge_max_tokens: int = field(default=1024, metadata={"help": "judge: most tokens of a critique"})
+    judge_max_tokens: int = field(default=8192, metadata={"help": "judge: most tokens of a critique (ProcessBench's 8192)"})
     judge_temperature: float = field(default=0.0, metadata={"help": "judge: sampling temperature (0: greedy)"})
+    judge_seed: int = field(default=42, metadata={"help": "judge: sampling seed sent with every request (ProcessBench's 42)"})
     judge_concurrency: int = field(default=8, metadata={"help": "judge: requests in flight at once"})
     judge_timeout: float = field(default=120.0, metadata={"help": "judge: seconds before a request is abandoned"})
     cache: str = field(default="", metadata={
@@ -81,12 +82,3 @@ class AutoLabelConfig:
         if self.method in JUDGE_METHODS:
             out.update(judge=self.judge_model, judge_temperature=self.judge_temperature)
         return out
-
-    def judge_generate(self, seed: int = 0):
-        """The judge's :class:`~prmkit.generate.config.GenerateConfig`: a user turn holding the critique prompt."""
-        from prmkit.generate.config import GenerateConfig
-
-        return GenerateConfig(backend="openai", model=self.judge_model or "judge", base_url=self.judge_base_url,
-                              chat_template=True, prompt="{problem}", problem_suffix="",
-                              temperature=self.judge_temperature, max_new_tokens=self.judge_max_tokens,
-                              concurrency=self.judge_concurrency, timeout=self.judge_timeout, seed=seed, n=1)

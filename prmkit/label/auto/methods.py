@@ -82,28 +82,30 @@ def label_mc(solutions: list[Solution], rollouts, cfg) -> list[Solution]:
 
 
 def label_omegaprm(solutions: list[Solution], rollouts, cfg) -> list[Solution]:
-    out = []
-    for sol in solutions:
-        n, verdict = len(sol.texts), final_verdict(sol, rollouts.grade)
-        probed: dict[int, tuple[int, int]] = {}
+    return [omegaprm_one(sol, rollouts, cfg) for sol in solutions]
 
-        def reachable(i: int) -> bool:
-            probed[i] = rollouts.right_counts([(sol.problem, sol.texts[:i + 1])], cfg.k)[0]
-            return probed[i][0] > 0
 
-        if verdict == "correct":  # the last prefix reaches the right answer: OmegaPRM has nothing to search
-            ratings, values, found = [1] * n, [None] * (n - 1) + [1.0], {"first_error": None, "probes": []}
-        else:
-            search = binary_first_error(n, reachable, cfg.max_probes, last_known_wrong=verdict == "incorrect")
-            ratings = search_labels(search, n)
-            values = [probed[i][0] / cfg.k if i in probed else None for i in range(n)]
-            if verdict == "incorrect":
-                values[n - 1] = 0.0 if ratings[n - 1] is not None else None
-            found = {"first_error": search.first_error, "probes": [i for i, _ in search.probes],
-                     "resolved": search.resolved or search.low >= n}
-        cost = _rollout_cost(cfg.k * len(probed), sum(t for _, t in probed.values()))
-        out.append(labelled(sol, ratings, values, "rollout", found, cost, cfg.settings))
-    return out
+def omegaprm_one(sol: Solution, rollouts, cfg) -> Solution:
+    """One solution's OmegaPRM labels: its prefixes probed one at a time, as the search goes."""
+    n, verdict = len(sol.texts), final_verdict(sol, rollouts.grade)
+    probed: dict[int, tuple[int, int]] = {}
+
+    def reachable(i: int) -> bool:
+        probed[i] = rollouts.right_counts([(sol.problem, sol.texts[:i + 1])], cfg.k)[0]
+        return probed[i][0] > 0
+
+    if verdict == "correct":  # the last prefix reaches the right answer: OmegaPRM has nothing to search
+        ratings, values, found = [1] * n, [None] * (n - 1) + [1.0], {"first_error": None, "probes": []}
+    else:
+        search = binary_first_error(n, reachable, cfg.max_probes, last_known_wrong=verdict == "incorrect")
+        ratings = search_labels(search, n)
+        values = [probed[i][0] / cfg.k if i in probed else None for i in range(n)]
+        if verdict == "incorrect" and ratings[n - 1] is not None:
+            values[n - 1] = 0.0
+        found = {"first_error": search.first_error, "probes": [i for i, _ in search.probes],
+                 "resolved": search.resolved or search.low >= n}
+    cost = _rollout_cost(cfg.k * len(probed), sum(t for _, t in probed.values()))
+    return labelled(sol, ratings, values, "rollout", found, cost, cfg.settings)
 
 
 def judge_found(result) -> tuple[dict, dict]:

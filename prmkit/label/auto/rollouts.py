@@ -74,7 +74,7 @@ class RolloutCache:
         if self.path is not None:
             if self._file is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._file = open(self.path, "a", encoding="utf-8")
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115  (open for the run; close() ends it)
             self._file.write(json.dumps({"key": key, "start": start, "outcomes": [[int(r), t] for r, t in outcomes]})
                              + "\n")
 

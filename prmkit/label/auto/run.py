@@ -74,7 +74,7 @@ class Labeller:
         if judge is None and cfg.method in JUDGE_METHODS:
             from prmkit.label.auto.judge import Judge
 
-            judge = Judge(cfg.judge_generate(getattr(gen_cfg, "seed", 0)))
+            judge = Judge.from_config(cfg)
             self.owned.append(judge)
         self.judge = judge
 

@@ -1,0 +1,1 @@
+"""Automatic step labels: Monte-Carlo rollouts, OmegaPRM, an LLM judge, consensus."""

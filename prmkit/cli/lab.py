@@ -90,6 +90,7 @@ examples:
   prmkit lab study active --seeds report          (report seeds 10,11,12: docs/study-active.md)
   prmkit lab study active --preset quick --seeds 0  (the test suite's size: a few minutes)
   prmkit lab study synthetic --set synthetic.threshold=0.5
+  prmkit lab study autolabel --seeds report --set autolabel.k=16
   prmkit lab study budget --set budget.budgets=250,1000,4000 --set budget.rm_steps=300 --out runs/budget-wide
 
 Studies (docs/study-budget.md and the lab report):
@@ -97,13 +98,15 @@ Studies (docs/study-budget.md and the lab report):
              the data-efficiency factor as the ratio of their slopes, with CIs over seeds
   active     convincing-wrong-answer selection against uniform at equal labels, over generations
   synthetic  a large PRM labels fresh samples; small PRM / ORM / answer-check models at equal budgets
+  autolabel  Monte-Carlo rollouts, OmegaPRM, a served judge and consensus against the oracle's truth;
+             PRMs trained on each (equal solutions, equal rollouts) against simulated human labels
 
 Each study writes RUN_DIR/study-<name>/ (summary.json, report.html, section.html, figures/); a rerun
 skips every finished job. When RUN_DIR holds a finished `prmkit lab run`, its report.html is re-rendered
 with the study's section.
 """
 
-STUDIES = ("active", "budget", "synthetic")
+STUDIES = ("active", "budget", "synthetic", "autolabel")
 
 
 def _config(args: argparse.Namespace, study: str | None = None) -> lab.LabConfig:

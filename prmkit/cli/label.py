@@ -13,6 +13,7 @@ import os
 import sys
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.autolabel import add_auto
 from prmkit.label.queue import STRATEGIES
 
 DEFAULT_DB = "sqlite:///prmkit-label.db"  # kept equal to prmkit.label.db.DEFAULT_DB (a test checks)
@@ -282,6 +283,7 @@ def register(subparsers) -> None:
     _add_push(sub)
     _add_export(sub)
     _add_user(sub)
+    add_auto(sub)
     for name, func, text in [("migrate", cmd_migrate, "bring the database schema to the latest version"),
                              ("check", cmd_check, "check the database is consistent (exit 1 if not)")]:
         p = sub.add_parser(name, help=text, formatter_class=HelpFormatter, description=text[0].upper() + text[1:] + ".",

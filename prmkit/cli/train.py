@@ -39,7 +39,7 @@ def register(subparsers) -> None:
 
 ONLY_FOR = {
     # the step-label policies, and what scoring makes of step scores, mean nothing to an ORM or an LM
-    "supervise": "prm", "neutral": "prm", "score_neutral": "prm", "label_source": "prm", "alternatives": "prm",
+    "supervise": "prm", "neutral": "prm", "score_neutral": "prm", "label_source": "prm", "value_threshold": "prm", "alternatives": "prm",
     "allow_one_class": "prm", "aggregations": "prm", "default_aggregation": "prm",
     # an ORM's target is the solution's outcome
     "outcome_source": "orm",

@@ -63,6 +63,11 @@ class Backend:
         """:meth:`complete` of every ``(problem, prefix_steps, n, start)``, in order."""
         return [self.complete(p, prefix, n, start) for p, prefix, n, start in requests]
 
+    def identity(self) -> list:
+        """What its samples depend on, for caches: the name and every sampling setting but ``n``."""
+        sampling = self.cfg.sampling if self.cfg is not None else {}
+        return [self.name, {k: v for k, v in sampling.items() if k != "n"}]
+
     def close(self) -> None:
         """Release what the backend holds (a model, a server connection)."""
 

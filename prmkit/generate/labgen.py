@@ -55,10 +55,15 @@ class LabBackend(Backend):
     """The rule-based lab generator: exact to the lab's design, instant, no weights. Its samples of a problem
     are drawn as one block, so sample ``j`` depends on ``n`` too (as the lab's pools always have)."""
 
-    def __init__(self, cfg):
+    def __init__(self, cfg, generator=None):
         refuse_settings(cfg, RULES_IGNORE, "lab", "samples by its rules (lab-lm samples a model)")
-        self.cfg, self.generator = cfg, lab_preset(cfg).generator
+        self.cfg, self.generator = cfg, generator or lab_preset(cfg).generator  # a study passes its own
         self.name = self.generator.name
+
+    def identity(self):
+        from prmkit.lab.domain import config_hash
+
+        return [*super().identity(), config_hash(self.generator)]  # its rules, not its name, decide its samples
 
     def generate(self, problems, n):
         from prmkit.lab.generator import generate

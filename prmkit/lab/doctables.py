@@ -196,6 +196,8 @@ TABLES = {
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
+    **{f"autolabel-{name}": _study_rows("autolabel", name)
+       for name in ("quality", "reasons", "cost", "prm", "difference", "findings")},
 }
 """Every generated table, by the name a doc's marker uses."""
 

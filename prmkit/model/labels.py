@@ -46,15 +46,21 @@ def check_policy(n_outputs: int, neutral: str, source: str = "rating") -> None:
         raise ValueError("soft values (label source 'value') have no neutral class: use 1 or 2 outputs")
 
 
-def first_error(ratings: list, values: list | None = None) -> int | None:
-    """Index of the first wrong step: rated -1, or (unrated) with a soft value of exactly 0.
+def first_error(ratings: list, values: list | None = None, threshold: float | None = None) -> int | None:
+    """Index of the first wrong step: rated -1, or with a soft value of exactly 0 (unrated steps), or with
+    ``threshold`` set, a value at or below it (every valued step: the hard reading of the values).
 
     >>> first_error([1, 1, -1, -1]), first_error([None, None], [0.5, 0.0]), first_error([1])
     (2, 1, None)
+    >>> first_error([1, 1], [0.5, 0.25], threshold=0.3)
+    1
     """
     values = values or [None] * len(ratings)
     for i, (r, v) in enumerate(zip(ratings, values)):
-        if r == -1 or (r is None and v is not None and v == 0.0):
+        if threshold is not None and v is not None:
+            if v <= threshold:
+                return i
+        elif r == -1 or (r is None and v is not None and v == 0.0):
             return i
     return None
 
@@ -77,22 +83,32 @@ def soft_target(p_correct: float, n_outputs: int) -> list[float]:
 
 
 def step_targets(ratings: list, values: list | None = None, *, n_outputs: int = 2, neutral: str = "positive",
-                 supervise: str = "first_error", source: str = "rating") -> list[list[float] | None]:
+                 supervise: str = "first_error", source: str = "rating",
+                 threshold: float | None = None) -> list[list[float] | None]:
     """One target (or None: not supervised) per step. ``source="value"`` reads soft values, falling back to
-    the rating where a step has none; ``"rating"`` reads ratings only."""
+    the rating where a step has none; ``"rating"`` reads ratings only. ``threshold`` (with ``"value"``) makes
+    a value hard: correct above it, wrong at or below it (Math-Shepherd's hard label is ``threshold=0``:
+    any rollout right).
+
+    >>> step_targets([None, None], [0.25, 0.0], n_outputs=1, source="value", threshold=0.0)
+    [[1.0], [0.0]]
+    """
     check_policy(n_outputs, neutral, source)
     if supervise not in SUPERVISION:
         raise ValueError(f"unknown supervision {supervise!r} (expected one of {', '.join(SUPERVISION)})")
     values = list(values) if values is not None else [None] * len(ratings)
     if len(values) != len(ratings):
         raise ValueError(f"{len(ratings)} ratings but {len(values)} values")
-    stop = first_error(ratings, values) if supervise == "first_error" else None
+    if threshold is not None and source != "value":
+        raise ValueError("a value threshold reads soft values: it needs label source 'value'")
+    cut = threshold if source == "value" else None
+    stop = first_error(ratings, values, cut) if supervise == "first_error" else None
     out: list[list[float] | None] = []
     for i, (r, v) in enumerate(zip(ratings, values)):
         if stop is not None and i > stop:
             out.append(None)
         elif source == "value" and v is not None:
-            out.append(soft_target(v, n_outputs))
+            out.append(soft_target(v if cut is None else float(v > cut), n_outputs))
         elif r is not None:
             out.append(hard_target(r, n_outputs, neutral))
         else:

@@ -86,6 +86,9 @@ class TrainConfig:
                         "paper's); all: every labelled step", choices=SUPERVISION)
     label_source: str = _f("rating", "rating: hard labels -1/0/+1; value: soft Monte-Carlo values in [0,1] "
                            "(falling back to the rating where a step has none)", choices=LABEL_SOURCES)
+    value_threshold: float | None = _f(None, "with --label-source value: train on hard labels, a step correct when "
+                                       "its value is above this (0: Math-Shepherd's any rollout right); unset: "
+                                       "the soft values themselves")
     outcome_source: str = _f("auto", "orm target: auto (the file's outcome, else its grade), grade, or outcome",
                              choices=("auto", "grade", "outcome"))
     # formatting (saved with the model; scoring uses the same)
@@ -153,6 +156,9 @@ class TrainConfig:
         if self.head == "regress":
             self.classes = 1
         check_policy(self.classes, self.neutral, self.label_source)
+        if self.value_threshold is not None and (self.label_source != "value" or not 0 <= self.value_threshold < 1):
+            raise ValueError("--value-threshold needs --label-source value and lies in [0, 1), got "
+                             f"{self.value_threshold} with label source {self.label_source!r}")
         if self.kind not in KINDS:
             raise ValueError(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
         if self.features and self.kind == "lm":

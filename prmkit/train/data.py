@@ -76,12 +76,12 @@ class DataReport:
 
 
 def solution_targets(sol, kind: str, n_outputs: int, neutral: str, supervise: str, label_source: str,
-                     outcome_source: str) -> list | None:
+                     outcome_source: str, value_threshold: float | None = None) -> list | None:
     """PRM: one target (or None) per step. ORM: None on every step but the last, which carries the
     outcome; None when the solution has no outcome."""
     if kind == "prm":
         return step_targets(sol.ratings, sol.values, n_outputs=n_outputs, neutral=neutral, supervise=supervise,
-                            source=label_source)
+                            source=label_source, threshold=value_threshold)
     outcome = outcome_target(sol, outcome_source)
     if outcome is None or not sol.texts:
         return None
@@ -116,7 +116,8 @@ def alternative_prefixes(sol, supervise: str = "all") -> list[tuple[list[str], i
 
 def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm", n_outputs: int = 2,
                    neutral: str = "positive", supervise: str = "first_error", label_source: str = "rating",
-                   outcome_source: str = "auto", alternatives: bool = False) -> tuple[list[Example], DataReport]:
+                   outcome_source: str = "auto", alternatives: bool = False,
+                   value_threshold: float | None = None) -> tuple[list[Example], DataReport]:
     """Format every solution with its targets. Solutions left with no supervised target are counted, not used.
 
     For an ORM whose last step is truncated away, the target is lost (counted in ``no_targets``).
@@ -125,7 +126,7 @@ def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm"
     """
     solutions = list(solutions)
     report = DataReport()
-    targets = [solution_targets(sol, kind, n_outputs, neutral, supervise, label_source, outcome_source)
+    targets = [solution_targets(sol, kind, n_outputs, neutral, supervise, label_source, outcome_source, value_threshold)
                for sol in solutions]
     rows = [(i, sol.problem.problem, sol.texts, t or [None] * len(sol.texts))
             for i, (sol, t) in enumerate(zip(solutions, targets))]
@@ -134,7 +135,7 @@ def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm"
         for i, sol in enumerate(solutions):
             for steps, rating, value in alternative_prefixes(sol, supervise):
                 last = step_targets([rating], [value], n_outputs=n_outputs, neutral=neutral, supervise="all",
-                                    source=label_source)[0]
+                                    source=label_source, threshold=value_threshold)[0]
                 if last is not None:
                     rows.append((i, sol.problem.problem, steps, [None] * (len(steps) - 1) + [last]))
     encoded = encode_many(tokenizer, [(p, steps) for _, p, steps, _ in rows], fmt, [t for *_, t in rows])

@@ -174,7 +174,8 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
         held, eval_report = build_lm_examples(eval_sols, tokenizer, fmt)
     else:
         kw = {"kind": cfg.kind, "n_outputs": cfg.classes, "neutral": cfg.neutral, "supervise": cfg.supervise,
-              "label_source": cfg.label_source, "outcome_source": cfg.outcome_source, "alternatives": cfg.alternatives}
+              "label_source": cfg.label_source, "outcome_source": cfg.outcome_source, "alternatives": cfg.alternatives,
+              "value_threshold": cfg.value_threshold}
         train, report = build_examples(train_sols, tokenizer, fmt, **kw)
         held, eval_report = build_examples(eval_sols, tokenizer, fmt, **kw)
     accelerator.print(f"train: {report.summary()}")

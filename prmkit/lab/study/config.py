@@ -1,4 +1,4 @@
-"""Settings of the lab's studies (``prmkit lab study active|synthetic|budget``), one inert dataclass each.
+"""Settings of the lab's studies (``prmkit lab study active|synthetic|budget|autolabel``), one inert dataclass each.
 
 Each study owns its config: a :class:`~prmkit.lab.config.LabConfig` extended by the study's own section
 (:class:`BudgetStudy` adds ``budget``, :class:`ActiveStudy` ``active``, :class:`SyntheticStudy`
@@ -188,6 +188,49 @@ class SyntheticConfig:
                    large_problems=500, large_samples=4, large_steps=300)
 
 
+@dataclass(frozen=True)
+class AutolabelConfig:
+    """Automatic step labels against the oracle, and PRMs trained on them against simulated human labels.
+
+    Per seed, ``train_problems x samples_per_problem`` solutions of the train split are labelled five ways:
+    the simulated labellers (phase 2, the human baseline) and ``prmkit label auto`` with ``mc``,
+    ``omegaprm``, ``judge`` and ``consensus`` (``k`` rollouts per probed prefix from the lab's rule-based
+    generator, the policy that wrote the solutions). The judge is a PRM trained on ``judge_labels``
+    simulated human labels of other problems (drawn with ``judge_seed + seed``), served by ``prmkit serve
+    --critic``: a stand-in for an LLM judge, asked with ProcessBench's prompt through the openai client.
+    Every label set is measured against the oracle; a PRM learns from each (``rm_steps`` optimiser steps,
+    the same for all) and is evaluated by step AUROC and best-of-``n`` on the held-out pool.
+    """
+
+    k: int = field(default=8, metadata={"help": "rollouts per probed prefix (mc, omegaprm, consensus)"})
+    train_problems: int = field(default=500, metadata={"help": "training problems per seed whose samples are labelled"})
+    samples_per_problem: int = field(default=4, metadata={"help": "samples per training problem"})
+    eval_problems: int = field(default=200, metadata={"help": "held-out problems per seed for best-of-N and step AUROC"})
+    eval_samples: int = field(default=16, metadata={"help": "samples per held-out problem"})
+    n: int = field(default=16, metadata={"help": "best-of-N at this N"})
+    judge_labels: int = field(default=500, metadata={
+        "help": "simulated human labels (solutions of other problems) the judge PRM learns from"})
+    judge_threshold: float = field(default=0.5, metadata={
+        "help": "the judge names the first step whose P(correct) is below this"})
+    judge_seed: int = field(default=3000, metadata={
+        "help": "the judge's problems are drawn with judge_seed + seed (never a run seed's problems)"})
+    rm_steps: int = field(default=0, metadata={
+        "help": "optimiser steps of every PRM (0: rm.max_steps, 300), the judge's included"})
+
+    def __post_init__(self):
+        if min(self.k, self.train_problems, self.samples_per_problem, self.eval_problems, self.eval_samples,
+               self.n, self.judge_labels) < 1:
+            raise ValueError("autolabel counts (k, problems, samples, n, judge_labels) must be at least 1")
+        if not 0.0 < self.judge_threshold < 1.0:
+            raise ValueError(f"autolabel.judge_threshold must lie in (0, 1), got {self.judge_threshold}")
+        if self.rm_steps < 0:
+            raise ValueError(f"autolabel.rm_steps must be 0 (rm.max_steps) or positive, got {self.rm_steps}")
+
+    @classmethod
+    def quick(cls) -> AutolabelConfig:
+        return cls(train_problems=50, eval_problems=40, eval_samples=16, judge_labels=200, rm_steps=80)
+
+
 # The synthetic-supervision study's arms: how small reward models are supervised, and what they are.
 METHODS = ("process", "outcome", "answer")
 NAMES = {"process": "process (large PRM)", "outcome": "outcome (large PRM)", "answer": "answer checking"}
@@ -216,12 +259,19 @@ class SyntheticStudy(LabConfig):
     synthetic: SyntheticConfig = field(default_factory=SyntheticConfig)
 
 
+@dataclass(frozen=True)
+class AutolabelStudy(LabConfig):
+    """``prmkit lab study autolabel``: the lab's config and the automatic-labels study's."""
+
+    autolabel: AutolabelConfig = field(default_factory=AutolabelConfig)
+
+
 STUDY_RM_STEPS = 300
 """The studies' reward-model budget when theirs is 0: a fixed step count (the lab run's own models stop
 early on held-out labels instead, which the studies' designs have no labels to spare for)."""
 
 STUDIES = {"budget": (BudgetStudy, BudgetConfig), "active": (ActiveStudy, ActiveConfig),
-           "synthetic": (SyntheticStudy, SyntheticConfig)}
+           "synthetic": (SyntheticStudy, SyntheticConfig), "autolabel": (AutolabelStudy, AutolabelConfig)}
 
 
 def study_preset(study: str, name: str = "default") -> LabConfig:
@@ -241,5 +291,5 @@ def study_preset(study: str, name: str = "default") -> LabConfig:
     return cls(**{**fields, "rm": rm, "orm_ratio": 1}, **{study: own})
 
 
-__all__ = ["STUDIES", "STUDY_RM_STEPS", "ActiveConfig", "ActiveStudy", "BudgetConfig", "BudgetStudy", "SyntheticConfig",
+__all__ = ["STUDIES", "STUDY_RM_STEPS", "ActiveConfig", "ActiveStudy", "AutolabelConfig", "AutolabelStudy", "BudgetConfig", "BudgetStudy", "SyntheticConfig",
            "SyntheticStudy", "study_preset"]

@@ -28,9 +28,8 @@ Outcome = tuple[bool, int | None]
 
 
 def generator_id(backend) -> str:
-    """The generator's identity in cache keys: its name and every sampling setting but ``n``."""
-    sampling = {k: v for k, v in (backend.cfg.sampling if backend.cfg is not None else {}).items() if k != "n"}
-    return json.dumps([backend.name, sampling], sort_keys=True, default=str)
+    """The generator's identity in cache keys (:meth:`~prmkit.generate.backend.Backend.identity`)."""
+    return json.dumps(backend.identity(), sort_keys=True, default=str)
 
 
 def prefix_key(generator: str, problem: Problem, prefix_steps: list[str]) -> str:
@@ -99,7 +98,8 @@ def answer_grader(problem: Problem, answer: str | None) -> str:
 
 @dataclass
 class Counts:
-    """What rollouts cost: continuations sampled now, taken from the cache, and the tokens sampled now."""
+    """What rollouts cost: continuations sampled now, taken from the cache, and the tokens sampled now
+    (``sampled + cached`` is every continuation asked for: ``k`` per request)."""
 
     sampled: int = 0
     cached: int = 0
@@ -132,9 +132,12 @@ class Rollouts:
         keys = [prefix_key(self.generator, p, prefix) for p, prefix in requests]
         todo, seen = [], set()
         for key, (p, prefix) in zip(keys, requests):
+            if key in seen:  # a prefix asked twice in one call is sampled once: the second is served from the cache
+                self.counts.cached += k
+                continue
             have = len(self.cache.get(key))
             self.counts.cached += min(have, k)
-            if have < k and key not in seen:
+            if have < k:
                 seen.add(key)
                 todo.append((key, p, prefix, have))
         if todo:

@@ -26,6 +26,7 @@ sampled twice.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from itertools import islice
@@ -130,7 +131,9 @@ def label_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: AutoLabelCon
         for p in (part, out, cache_path(out, cfg)):
             p.unlink(missing_ok=True)
     solutions = _read(inp, input_format)
-    done = output_keys(out, solution_key) | finished_lines(part, solution_key)
+    held = output_keys(out, keyed) | finished_lines(part, keyed)
+    check_settings(out, cfg, {settings for _, settings in held})
+    done = {key for key, _ in held}
     todo = [s for s in solutions if solution_key(s) not in done]
     bar = _bar(cfg, len(todo))
     labeller = Labeller(cfg, gen_cfg, backend, judge, grade, RolloutCache(cache_path(out, cfg)),
@@ -158,6 +161,21 @@ def label_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: AutoLabelCon
         merge_partial(out, part, solution_key, [inp])
     return {**summary_of(written, labeller, time.perf_counter() - start), "skipped_already_done": len(done),
             "solutions": len(solutions)}
+
+
+def keyed(record: dict) -> tuple[str, str]:
+    """(solution key, the labelling settings it records) of a written record."""
+    return solution_key(record), json.dumps(record.get("meta", {}).get("autolabel", {}).get("settings"), sort_keys=True)
+
+
+def check_settings(out: Path, cfg: AutoLabelConfig, held: set[str]) -> None:
+    """Refuse to resume into an ``OUT`` (or partial file) labelled with other settings (another ``--k``,
+    method ...): its solutions would count as done and silently keep their old labels."""
+    want = json.dumps(cfg.settings, sort_keys=True)
+    if other := sorted(held - {want}):
+        raise ValueError(f"{out} (or its partial file) holds labels made with {other[0]}, not {want}: a rerun "
+                         f"would keep them. Write another OUT (--cache {cache_path(out, cfg)} reuses its rollouts), "
+                         "or --no-resume to start over (that deletes OUT's rollout cache too)")
 
 
 def _read(path, fmt: str) -> list[Solution]:

@@ -43,6 +43,11 @@ def labelled(solution: Solution, ratings: list, values: list | None, source: str
                                meta={**solution.meta, "autolabel": info})
 
 
+def settings_of(cfg, rollouts=None) -> dict:
+    """The settings a record carries: the method's, and (with rollouts) the generator and the grader."""
+    return {**cfg.settings, **(rollouts.describe() if rollouts is not None else {})}
+
+
 def _rollout_cost(completions: int, tokens: int) -> dict:
     return {"rollouts": completions, "rollout_tokens": tokens}
 
@@ -77,7 +82,7 @@ def label_mc(solutions: list[Solution], rollouts, cfg) -> list[Solution]:
     for sol, (counts, cost) in zip(solutions, mc_counts(solutions, rollouts, cfg)):
         ratings, values = mc_labels(counts, cfg.k)
         found = {"first_error": first_wrong(ratings), "right_rollouts": counts}
-        out.append(labelled(sol, ratings, values, "rollout", found, cost, cfg.settings))
+        out.append(labelled(sol, ratings, values, "rollout", found, cost, settings_of(cfg, rollouts)))
     return out
 
 
@@ -105,7 +110,7 @@ def omegaprm_one(sol: Solution, rollouts, cfg) -> Solution:
         found = {"first_error": search.first_error, "probes": [i for i, _ in search.probes],
                  "resolved": search.resolved or search.low >= n}
     cost = _rollout_cost(cfg.k * len(probed), sum(t for _, t in probed.values()))
-    return labelled(sol, ratings, values, "rollout", found, cost, cfg.settings)
+    return labelled(sol, ratings, values, "rollout", found, cost, settings_of(cfg, rollouts))
 
 
 def judge_found(result) -> tuple[dict, dict]:
@@ -150,7 +155,7 @@ def label_consensus(solutions: list[Solution], rollouts, judge, cfg) -> list[Sol
         found.update(first_error=first, right_rollouts=counts, consensus=kept)
         if not kept:  # a solution the two disagree on is not a label
             ratings, values = [None] * len(ratings), None
-        out.append(labelled(sol, ratings, values, "rollout", found, {**cost, **judge_cost}, cfg.settings))
+        out.append(labelled(sol, ratings, values, "rollout", found, {**cost, **judge_cost}, settings_of(cfg, rollouts)))
     return out
 
 

@@ -96,6 +96,11 @@ def answer_grader(problem: Problem, answer: str | None) -> str:
     return grade(answer, problem.answer).verdict
 
 
+def grader_name(grade: Callable) -> str:
+    """A grading function's dotted name (what identifies it in cache keys and records)."""
+    return f"{getattr(grade, '__module__', '?')}.{getattr(grade, '__qualname__', type(grade).__name__)}"
+
+
 @dataclass
 class Counts:
     """What rollouts cost: continuations sampled now, taken from the cache, and the tokens sampled now
@@ -122,9 +127,14 @@ class Rollouts:
                  on_sampled: Callable[[int], None] | None = None):
         self.backend, self.cache = backend, cache or RolloutCache()
         self.grade = grade or answer_grader
-        self.generator = generator_id(backend)
+        # a cached outcome is a verdict: another grader (or a fixed one) must not reuse it
+        self.generator = generator_id(backend) + "|" + grader_name(self.grade)
         self.counts = Counts()
         self.on_sampled = on_sampled or (lambda n: None)
+
+    def describe(self) -> dict:
+        """What the records say of the rollouts: the generator's identity and the grader."""
+        return {"generator": json.loads(generator_id(self.backend)), "grader": grader_name(self.grade)}
 
     def outcomes(self, requests: list[tuple[Problem, list[str]]], k: int) -> list[list[Outcome]]:
         """The first ``k`` outcomes of every ``(problem, prefix_steps)``, sampling only what the cache lacks

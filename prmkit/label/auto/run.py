@@ -32,7 +32,7 @@ import time
 from itertools import islice
 from pathlib import Path
 
-from prmkit.io import dumps, finished_lines, merge_partial, output_keys, read_solutions
+from prmkit.io import dumps, finished_lines, merge_partial, output_keys, read_solutions, same_file
 from prmkit.label.auto.config import JUDGE_METHODS, AutoLabelConfig
 from prmkit.label.auto.methods import label_chunk
 from prmkit.label.auto.rollouts import RolloutCache, Rollouts
@@ -78,6 +78,12 @@ class Labeller:
             judge = Judge.from_config(cfg)
             self.owned.append(judge)
         self.judge = judge
+
+    @property
+    def settings(self) -> dict:
+        from prmkit.label.auto.methods import settings_of
+
+        return settings_of(self.cfg, self.rollouts)
 
     def label(self, solutions: list[Solution]) -> list[Solution]:
         return label_chunk(solutions, self.cfg, self.rollouts, self.judge)
@@ -130,14 +136,21 @@ def label_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: AutoLabelCon
     if not cfg.resume:
         for p in (part, out, cache_path(out, cfg)):
             p.unlink(missing_ok=True)
+    if same_file(out, cache_path(out, cfg)) or same_file(inp, cache_path(out, cfg)):
+        raise ValueError(f"--cache {cache_path(out, cfg)} is the input or the output: give the cache its own file")
     solutions = _read(inp, input_format)
     held = output_keys(out, keyed) | finished_lines(part, keyed)
-    check_settings(out, cfg, {settings for _, settings in held})
+    bar = None
+    labeller = Labeller(cfg, gen_cfg, backend, judge, grade, RolloutCache(cache_path(out, cfg)),
+                        on_sampled=lambda n: bar.set_postfix(rollouts=labeller.rollouts.counts.sampled, refresh=False))
+    try:
+        check_settings(out, cfg, labeller.settings, {settings for _, settings in held})
+    except ValueError:
+        labeller.close()
+        raise
     done = {key for key, _ in held}
     todo = [s for s in solutions if solution_key(s) not in done]
     bar = _bar(cfg, len(todo))
-    labeller = Labeller(cfg, gen_cfg, backend, judge, grade, RolloutCache(cache_path(out, cfg)),
-                        on_sampled=lambda n: bar.set_postfix(rollouts=labeller.rollouts.counts.sampled, refresh=False))
     written: list[Solution] = []
     start = time.perf_counter()
     try:
@@ -168,10 +181,10 @@ def keyed(record: dict) -> tuple[str, str]:
     return solution_key(record), json.dumps(record.get("meta", {}).get("autolabel", {}).get("settings"), sort_keys=True)
 
 
-def check_settings(out: Path, cfg: AutoLabelConfig, held: set[str]) -> None:
-    """Refuse to resume into an ``OUT`` (or partial file) labelled with other settings (another ``--k``,
-    method ...): its solutions would count as done and silently keep their old labels."""
-    want = json.dumps(cfg.settings, sort_keys=True)
+def check_settings(out: Path, cfg: AutoLabelConfig, settings: dict, held: set[str]) -> None:
+    """Refuse to resume into an ``OUT`` (or partial file) labelled with other ``settings`` (another ``--k``,
+    method, generator or grader): its solutions would count as done and silently keep their old labels."""
+    want = json.dumps(settings, sort_keys=True)
     if other := sorted(held - {want}):
         raise ValueError(f"{out} (or its partial file) holds labels made with {other[0]}, not {want}: a rerun "
                          f"would keep them. Write another OUT (--cache {cache_path(out, cfg)} reuses its rollouts), "

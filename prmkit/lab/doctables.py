@@ -197,7 +197,7 @@ TABLES = {
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
     **{f"autolabel-{name}": _study_rows("autolabel", name)
-       for name in ("quality", "reasons", "cost", "prm", "difference", "findings")},
+       for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings")},
 }
 """Every generated table, by the name a doc's marker uses."""
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import time
 from pathlib import Path
 
@@ -162,7 +163,7 @@ def job_label(out: Path, cfg, seed: int, data_dir: str, judge_dir: str) -> dict:
 def trainable_arms(cfg, seeds: list[int], seed_dirs: dict) -> list[str]:
     """The arms with at least one optimiser step's worth of labelled solutions in every seed (a tiny
     consensus set at the quick size may have fewer: it is reported, not trained)."""
-    least = cfg.rm.batch_size * cfg.rm.grad_accum
+    least = math.ceil(cfg.rm.batch_size * cfg.rm.grad_accum / (1 - cfg.rm.eval_fraction))  # what trains is the rest
     counts = {s: json.loads((seed_dirs[s] / "label" / "stats.json").read_text())["arms"] for s in seeds}
     return [arm for arm in ARMS if all(counts[s][arm]["labelled_solutions"] >= least for s in seeds)]
 
@@ -176,6 +177,14 @@ def arm_config(cfg, arm: str):
 
 # --- the pipeline ----------------------------------------------------------------------------------------
 
+def study_rm(cfg):
+    """``cfg`` whose PRMs (the judge's too) train ``rm_steps`` steps, ``restarts`` times with the best kept on a
+    held-out tenth of their own labels: the same guard for every arm, chosen without the oracle."""
+    ac = cfg.autolabel
+    cfg = with_rm_steps(cfg, ac.rm_steps)
+    return cfg.replace({"rm.restarts": ac.restarts, "rm.eval_fraction": 0.1 if ac.restarts > 1 else 0.0})
+
+
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
               log=print, device: str = "auto") -> dict:
     """Run the automatic-labels study for ``seeds`` into ``RUN_DIR/study-autolabel/``; return its summary."""
@@ -188,7 +197,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
     if any(ac.judge_seed + s in seeds for s in seeds):
         raise ValueError(f"autolabel.judge_seed {ac.judge_seed} + a seed is also a run seed: pick another judge_seed")
     init_worker()
-    cfg = with_rm_steps(cfg, ac.rm_steps)
+    cfg = study_rm(cfg)
     root = study_dir(run_dir, NAME)
     root.mkdir(parents=True, exist_ok=True)
     runner = Runner(jobs=jobs, progress=progress, log=log)
@@ -236,6 +245,7 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
     from prmkit.lab.study.synthetic import step_auroc
 
     ac = cfg.autolabel
+    cfg = study_rm(cfg)
     stats = {s: json.loads((root / f"seed-{s}" / "label" / "stats.json").read_text()) for s in seeds}
     trained = trainable_arms(cfg, seeds, {s: root / f"seed-{s}" for s in seeds})
     bon, auroc = {arm: [] for arm in trained}, {arm: [] for arm in trained}
@@ -261,7 +271,7 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
     differences = {f"{a} - {b}": mean_ci(np.stack(bon[a]) - np.stack(bon[b]))
                    for a, b in DIFFERENCES if a in trained and b in trained}
     return {"study": NAME, "preset": cfg.name, "seeds": list(seeds), "n": ac.n, "config": dataclasses.asdict(ac),
-            "rm_steps": cfg.rm.max_steps, "pool": ac.train_problems * ac.samples_per_problem,
+            "rm_steps": cfg.rm.max_steps, "restarts": cfg.rm.restarts, "pool": ac.train_problems * ac.samples_per_problem,
             "eval": f"{ac.eval_problems} problems x {ac.eval_samples} samples per seed",
             "quality": quality, "cost": cost, "prm": prm, "differences": differences, "budget": [stats[s]["budget"] for s in seeds],
             "examples": stats[seeds[0]]["examples"], "judge_examples": stats[seeds[0]]["judge_examples"],
@@ -276,6 +286,8 @@ def pooled_quality(per_seed: list[dict]) -> dict:
     out["labelled_solutions"] = [q["labelled_solutions"] for q in per_seed]
     out["labelled_steps"] = [q["labelled_steps"] for q in per_seed]
     out["reasons"] = {r: sum(q["reasons"][r] for q in per_seed) for r in per_seed[0]["reasons"]}
+    for k in ("solve_rate", "solve_rate_on_track_alarms"):
+        out[k] = [q.get(k, float("nan")) for q in per_seed]
     return out
 
 

@@ -56,6 +56,14 @@ def reasons_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     return (["disagreement", *LABEL_SETS], rows)
 
 
+def hard_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Are on-track false alarms on hard problems? The pool's solve rate of their problems against all."""
+    rows = [[m, _spread(summary["quality"][m].get("solve_rate_on_track_alarms", [])),
+             _spread(summary["quality"][m].get("solve_rate", []))] for m in LABEL_SETS]
+    return (["labels", "solve rate of problems with on-track false alarms (%)", "solve rate of all pool problems (%)"],
+            rows)
+
+
 def cost_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """What each automatic labeller cost per seed (means over seeds)."""
     pool = summary["pool"]
@@ -181,7 +189,8 @@ def section_html(summary: dict, figure_path: Path) -> str:
              f"answer check). <b>The judge is a stand-in for an LLM judge</b>: a lab PRM trained on {c['judge_labels']} "
              f"simulated human labels of other problems, served by <code>prmkit serve --critic</code> and asked with "
              f"ProcessBench's critique prompt through the openai client; it names the first step whose P(correct) is "
-             f"below {c['judge_threshold']}. Each PRM below trains {summary['rm_steps']} steps on one arm's labels and is "
+             f"below {c['judge_threshold']}. Each PRM below trains {summary['rm_steps']} steps on one arm's labels "
+             f"({summary.get('restarts', 1)} restarts, the best kept by step AUROC on a held-out tenth of those labels) and is "
              f"evaluated on {html.escape(summary['eval'])}; seeds {', '.join(map(str, summary['seeds']))}, 95% bootstrap "
              f"intervals over seeds and problems, differences paired on the same problems.</p>")
     examples = "".join(_example_html(e) for e in summary["examples"])
@@ -190,6 +199,7 @@ def section_html(summary: dict, figure_path: Path) -> str:
         "<h3>Label quality (training pool, against the oracle)</h3>", table(*quality_rows(summary)),
         "<h3>Where they disagree with the oracle, and why</h3>", table(*reasons_rows(summary)),
         "<ul>" + "".join(f"<li><b>{html.escape(k)}</b>: {html.escape(v)}</li>" for k, v in REASONS.items()) + "</ul>",
+        table(*hard_rows(summary)),
         "<h3>Cost</h3>", table(*cost_rows(summary)),
         "<h3>PRMs trained on each label source</h3>", table(*prm_rows(summary)), table(*difference_rows(summary)),
         figure(Path(figure_path)), f"<p>{html.escape(findings(summary))}</p>",
@@ -204,5 +214,5 @@ def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
                       summary["timings"], command)
 
 
-__all__ = ["cost_rows", "difference_rows", "findings", "plot", "prm_rows", "quality_rows", "reasons_rows",
+__all__ = ["cost_rows", "difference_rows", "findings", "hard_rows", "plot", "prm_rows", "quality_rows", "reasons_rows",
            "section_html", "write_outputs"]

@@ -94,8 +94,16 @@ def label_quality(solutions, records) -> dict:
       (or neither has one);
     - ``agreement_correctness`` / ``agreement_value``: the share of labelled steps whose "wrong or not"
       equals the oracle's rating / equals "off track" (the value a rollout estimates);
-    - ``reasons``: disagreements by :data:`REASONS`.
+    - ``reasons``: disagreements by :data:`REASONS`;
+    - ``solve_rate_on_track_alarms`` against ``solve_rate``: the share of right answers among the pool's
+      samples of the problems, weighted by their on-track false alarms, against all problems' (a "hard
+      problem" shows as a lower rate).
     """
+    solved: dict[str, list[bool]] = {}
+    for sol in solutions:
+        solved.setdefault(sol.problem.problem, []).append(sol.grade == "correct")
+    rate = {p: float(np.mean(v)) for p, v in solved.items()}
+    alarm_rates: list[float] = []
     tp = fp = fn = steps = 0
     first_ok, labelled, reasons = [], 0, dict.fromkeys(REASONS, 0)
     agree_c = agree_v = 0
@@ -115,6 +123,8 @@ def label_quality(solutions, records) -> dict:
             agree_v += said == (not t.on_track)
             if (why := reason(t, r)) is not None:
                 reasons[why] += 1
+                if why == "false alarm: on track":
+                    alarm_rates.append(rate[sol.problem.problem])
         mine = next((i for i, r in enumerate(ratings) if r == -1), None)
         oracle = next((i for i, t in enumerate(truth) if t.rating == -1), None)
         first_ok.append(mine == oracle)
@@ -123,7 +133,9 @@ def label_quality(solutions, records) -> dict:
             "wrong_recall": tp / (tp + fn) if tp + fn else float("nan"),
             "first_error_accuracy": float(np.mean(first_ok)) if first_ok else float("nan"),
             "agreement_correctness": agree_c / steps if steps else float("nan"),
-            "agreement_value": agree_v / steps if steps else float("nan"), "reasons": reasons}
+            "agreement_value": agree_v / steps if steps else float("nan"), "reasons": reasons,
+            "solve_rate": float(np.mean([rate[s.problem.problem] for s in solutions])) if solutions else float("nan"),
+            "solve_rate_on_track_alarms": float(np.mean(alarm_rates)) if alarm_rates else float("nan")}
 
 
 def examples(solutions, records, per_reason: int = 1) -> list[dict]:

@@ -63,3 +63,19 @@ def tiny_lm(tmp_path_factory) -> Path:
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_prm(tmp_path_factory) -> Path:
+    """A tiny PRM folder (4 optimiser steps on toy data, through ``prmkit train``): for serving, scoring and
+    critic tests that need a real model, not a good one."""
+    from prmkit.io import write_records
+    from prmkit.model.toydata import make_solutions
+    from prmkit.train.config import TrainConfig
+    from prmkit.train.loop import train
+
+    folder = tmp_path_factory.mktemp("tiny-prm")
+    write_records(folder / "train.jsonl", make_solutions(64, seed=1))
+    train(TrainConfig(data=str(folder / "train.jsonl"), out=str(folder / "model"), max_steps=4, batch_size=8,
+                      eval_fraction=0, save_every=0, progress=False, tensorboard=False))
+    return folder / "model"

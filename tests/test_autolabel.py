@@ -462,17 +462,8 @@ def test_the_judge_alone_labels_phase_2_style_and_never_labels_an_unreadable_rep
 
 
 @pytest.fixture(scope="module")
-def critic_dir(tmp_path_factory):
-    """A tiny PRM (4 optimiser steps on toy data): ``prmkit serve --critic`` answers critique prompts with it."""
-    from prmkit.model.toydata import make_solutions
-    from prmkit.train.config import TrainConfig
-    from prmkit.train.loop import train
-
-    folder = tmp_path_factory.mktemp("critic")
-    write_records(folder / "train.jsonl", make_solutions(64, seed=1))
-    train(TrainConfig(data=str(folder / "train.jsonl"), out=str(folder / "model"), max_steps=4, batch_size=8,
-                      eval_fraction=0, save_every=0, progress=False, tensorboard=False))
-    return folder / "model"
+def critic_dir(tiny_prm):
+    return tiny_prm
 
 
 def test_judge_and_consensus_through_a_served_critic(critic_dir, pool, tmp_path):

@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prmkit.generate import GenerationError
-from prmkit.io import write_records
 from prmkit.label.auto.judge import (
     CRITIQUE_TEMPLATE,
     Judge,
@@ -181,15 +180,8 @@ def test_a_critic_that_lost_paragraphs_to_truncation_gives_no_verdict():
 # --- end to end: Judge -> openai client -> prmkit serve --critic -> a tiny PRM ------------------------------
 
 @pytest.fixture(scope="module")
-def prm_dir(tmp_path_factory):
-    from prmkit.train.config import TrainConfig
-    from prmkit.train.loop import train
-
-    folder = tmp_path_factory.mktemp("prm")
-    write_records(folder / "train.jsonl", make_solutions(64, seed=1))
-    train(TrainConfig(data=str(folder / "train.jsonl"), out=str(folder / "model"), max_steps=4, batch_size=8,
-                      eval_fraction=0, save_every=0, progress=False, tensorboard=False))
-    return folder / "model"
+def prm_dir(tiny_prm):
+    return tiny_prm
 
 
 @pytest.fixture(scope="module")

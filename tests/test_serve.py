@@ -32,15 +32,8 @@ PROBLEMS = [Problem(f"{a} + {b} =", answer=str(a + b), id=f"p{a}") for a, b in [
 
 
 @pytest.fixture(scope="module")
-def prm_dir(tmp_path_factory):
-    from prmkit.train.config import TrainConfig
-    from prmkit.train.loop import train
-
-    folder = tmp_path_factory.mktemp("prm")
-    write_records(folder / "train.jsonl", make_solutions(64, seed=1))
-    train(TrainConfig(data=str(folder / "train.jsonl"), out=str(folder / "model"), max_steps=4, batch_size=8,
-                      eval_fraction=0, save_every=0, progress=False, tensorboard=False))
-    return folder / "model"
+def prm_dir(tiny_prm):
+    return tiny_prm
 
 
 @pytest.fixture(scope="module")

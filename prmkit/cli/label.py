@@ -58,15 +58,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _read_candidates(path: str, fmt: str) -> list:
-    from prmkit.convert import Options, read
-    from prmkit.schema import Solution
+    from prmkit.convert import read_solutions_only
 
-    records = list(read(path, fmt, Options()))
-    solutions = [r for r in records if isinstance(r, Solution)]
-    if len(solutions) != len(records):
-        raise ValueError(f"{path}: {len(records) - len(solutions)} records are problems without steps; "
-                         "push takes solutions")
-    return solutions
+    return read_solutions_only(path, fmt, command="push")
 
 
 def cmd_push(args: argparse.Namespace) -> int:

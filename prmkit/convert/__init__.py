@@ -50,8 +50,18 @@ from prmkit.convert.base import (
 from prmkit.io import RecordError, RejectWriter, rejects_path, same_file, write_records
 from prmkit.schema import Problem, Solution
 
-__all__ = ["FORMATS", "NEUTRAL_POLICIES", "SPLIT_MODES", "SUPERVISE", "ConvertReport", "Format", "Options",
-           "convert_file", "read"]
+__all__ = [
+    "FORMATS",
+    "NEUTRAL_POLICIES",
+    "SPLIT_MODES",
+    "SUPERVISE",
+    "ConvertReport",
+    "Format",
+    "Options",
+    "convert_file",
+    "read",
+    "read_solutions_only",
+]
 
 
 def parse_record(value: Any, path: str = "") -> Solution | Problem:
@@ -151,6 +161,17 @@ def read(path, fmt: str = "prmkit", options: Options = DEFAULTS, rejects=None) -
     reader = get_format(fmt, "read")
     check_split(reader, options)
     return reader.read(path, options, rejects)
+
+
+def read_solutions_only(path, fmt: str = "prmkit", options: Options = DEFAULTS, command: str = "this command") -> list:
+    """Every record of a file in format ``fmt``, which must all be solutions (steps to label or push):
+    problems without steps are an error naming the file and the command."""
+    records = list(read(path, fmt, options))
+    solutions = [r for r in records if isinstance(r, Solution)]
+    if len(solutions) != len(records):
+        raise ValueError(f"{path}: {len(records) - len(solutions)} records are problems without steps; "
+                         f"{command} takes solutions")
+    return solutions
 
 
 def convert_file(src: str | os.PathLike, dst: str | os.PathLike, inp: str, out: str,

@@ -194,14 +194,9 @@ def check_settings(out: Path, cfg: AutoLabelConfig, settings: dict, held: set[st
 def _read(path, fmt: str) -> list[Solution]:
     if fmt == "prmkit":
         return list(read_solutions(path))
-    from prmkit.convert import Options, read
+    from prmkit.convert import read_solutions_only
 
-    records = list(read(path, fmt, Options()))
-    solutions = [r for r in records if isinstance(r, Solution)]
-    if len(solutions) != len(records):
-        raise ValueError(f"{path}: {len(records) - len(solutions)} records are problems without steps; "
-                         "label auto takes solutions")
-    return solutions
+    return read_solutions_only(path, fmt, command="label auto")
 
 
 def _bar(cfg: AutoLabelConfig, total: int):

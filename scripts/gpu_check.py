@@ -17,7 +17,10 @@ What it does, each stage timed and written to ``OUT/gpu_check.json``:
 5. the GPU-marked tests (``-k gpu``): CPU and GPU scores agree; a bf16 run trains and saves;
 6. generation (``prmkit generate``) of 100 problems x 16 samples from the base folder: the ``hf``
    backend on the device (bf16), and the ``vllm`` backend where vLLM is installed, samples/s and tokens/s;
-7. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
+7. automatic labels (``prmkit label auto --method mc``) of 50 held-out solutions with k = 8 rollouts per
+   prefix from the base folder through the ``hf`` backend on the device: rollouts/s, the path a user runs
+   with a real policy (the base's weights are untrained, so its rollouts measure speed, not labels);
+8. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
    product path as on a CPU (base pretraining, PRM and ORM with surprise features, scoring), with its
    headline numbers and wall time per stage.
 """
@@ -154,6 +157,21 @@ def generate(out: Path, gpus: int, log: Path) -> dict:
     return res
 
 
+def autolabel(out: Path, gpus: int, log: Path) -> dict:
+    """``prmkit label auto --method mc`` of 50 held-out solutions, rollouts through ``hf`` on the device."""
+    from prmkit.io import read_solutions, write_records
+
+    src, target = out / "autolabel-in.jsonl", out / "autolabel-mc.jsonl"
+    write_records(src, list(read_solutions(out / "heldout.jsonl"))[:50])
+    cmd = [sys.executable, "-m", "prmkit", "label", "auto", str(src), str(target), "--method", "mc", "--k", "8",
+           "--backend", "hf", "--model", str(out / "base"), "--max-new-tokens", "64", "--batch-size", "256",
+           "--no-progress", "--no-resume"]
+    seconds = sh(cmd + (["--device", "cuda"] if gpus else ["--device", "cpu"]), log)
+    summary = json.loads(log.read_text().strip().splitlines()[-1])
+    return {"wall_seconds": round(seconds, 1), **{k: summary[k] for k in ("labelled", "rollouts_sampled",
+                                                                          "rollouts_per_s", "cache_hit_rate")}}
+
+
 def lab_quick(out: Path, gpus: int, log: Path) -> dict:
     """``prmkit lab run --preset quick --seeds 0`` on the device; its headline and stage wall times."""
     run = out / "lab-quick"
@@ -190,7 +208,8 @@ def main() -> int:
               ("train_prm", lambda: train(out, "prm", args, gpus, log)),
               ("train_orm", lambda: train(out, "orm", args, gpus, log)),
               ("score_prm", lambda: score(out, "prm", gpus, log)), ("score_orm", lambda: score(out, "orm", gpus, log)),
-              ("evaluate", lambda: evaluate(out)), ("generate", lambda: generate(out, gpus, log))]
+              ("evaluate", lambda: evaluate(out)), ("generate", lambda: generate(out, gpus, log)),
+              ("autolabel", lambda: autolabel(out, gpus, log))]
     if args.tests == "true":
         stages.append(("gpu_tests", lambda: {"wall_seconds": round(sh(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "gpu",

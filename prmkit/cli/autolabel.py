@@ -13,8 +13,7 @@ examples:
       --cache mc.jsonl.rollouts.jsonl   (reuses the first 8)
   prmkit label auto samples.jsonl omega.jsonl --method omegaprm --backend vllm --model ./policy --k 16
   prmkit label auto samples.jsonl judged.jsonl --method judge --judge-model qwq --judge-base-url http://gpu:8000/v1
-  prmkit label auto samples.jsonl agreed.jsonl --method consensus --backend openai --model policy \\
-      --base-url http://gpu:8001/v1 --judge-model qwq --judge-base-url http://gpu:8000/v1
+  prmkit label auto samples.jsonl agreed.jsonl --method consensus --backend hf --model ./policy --judge-model qwq
   prmkit label auto pool.jsonl mc.jsonl --method mc --backend lab --model quick   (the lab's generator)
 
 Rollouts continue each step prefix with the generator backend (the flags of `prmkit generate`: --backend,

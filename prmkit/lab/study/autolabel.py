@@ -115,12 +115,11 @@ def job_data(out: Path, cfg, seed: int) -> dict:
 
 def job_label(out: Path, cfg, seed: int, data_dir: str, judge_dir: str) -> dict:
     """Label the pool with every method of :data:`METHODS` (the judge served by ``prmkit serve --critic``),
-    measure each label set against the oracle, and write every arm's training file."""
+    and write every arm's training file."""
     from prmkit.generate.config import GenerateConfig
     from prmkit.generate.labgen import LabBackend
     from prmkit.io import read_solutions, write_records
     from prmkit.lab.oracle import grade_answer
-    from prmkit.lab.study.autolabel_quality import examples, label_quality
     from prmkit.label.auto.config import AutoLabelConfig
     from prmkit.label.auto.run import label_solutions
     from prmkit.serve import background
@@ -144,7 +143,6 @@ def job_label(out: Path, cfg, seed: int, data_dir: str, judge_dir: str) -> dict:
     finally:
         service.close()
     sets["human"] = list(read_solutions(Path(data_dir) / "human.jsonl.gz"))
-    quality = {m: label_quality(pool, recs) for m, recs in sets.items()}
     budget = sum(record_cost(r) for r in sets["omegaprm"])
     arms = {}
     for arm, (method, _, which) in ARMS.items():
@@ -154,8 +152,7 @@ def job_label(out: Path, cfg, seed: int, data_dir: str, judge_dir: str) -> dict:
         arms[arm] = {"solutions": len(chosen), "labelled_solutions": len(train),
                      "wrong_steps": sum(r.ratings.count(-1) for r in train),
                      "cost": sum(record_cost(r) for r in chosen) if method != "human" else None}
-    info = {"cost": stats, "quality": quality, "arms": arms, "budget": budget,
-            "examples": examples(pool, sets["mc"]), "judge_examples": examples(pool, sets["judge"])}
+    info = {"cost": stats, "arms": arms, "budget": budget}
     (out / "stats.json").write_text(json.dumps(info, indent=2, default=float) + "\n")
     return {"budget": budget, "arms": arms}
 
@@ -256,7 +253,8 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
             bon[arm].append(bon_per_problem(sols, solution_scores(probs), ac.n))
             auroc[arm].append(step_auroc(sols, probs))
     methods = ("human", *METHODS)
-    quality = {m: pooled_quality([stats[s]["quality"][m] for s in seeds]) for m in methods}
+    measured = {s: measure_labels(root / f"seed-{s}") for s in seeds}
+    quality = {m: pooled_quality([measured[s]["quality"][m] for s in seeds]) for m in methods}
     cost = {m: {k: [stats[s]["cost"][m].get(k) for s in seeds]
                 for k in ("rollouts", "rollouts_sampled", "rollout_tokens_sampled", "judge_calls", "judge_unparseable",
                           "consensus_kept", "seconds")} for m in METHODS}
@@ -274,8 +272,23 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
             "rm_steps": cfg.rm.max_steps, "restarts": cfg.rm.restarts, "pool": ac.train_problems * ac.samples_per_problem,
             "eval": f"{ac.eval_problems} problems x {ac.eval_samples} samples per seed",
             "quality": quality, "cost": cost, "prm": prm, "differences": differences, "budget": [stats[s]["budget"] for s in seeds],
-            "examples": stats[seeds[0]]["examples"], "judge_examples": stats[seeds[0]]["judge_examples"],
+            "examples": measured[seeds[0]]["examples"], "judge_examples": measured[seeds[0]]["judge_examples"],
             "value_not_correctness": value_claim(quality["mc"])}
+
+
+def measure_labels(seed_dir: Path) -> dict:
+    """Every label set of one seed against the oracle (:func:`~prmkit.lab.study.autolabel_quality.label_quality`),
+    and example disagreements of mc and the judge: measured from the labelled files when the summary is
+    written, so a rerun of the summary measures with the current code."""
+    from prmkit.io import read_solutions
+    from prmkit.lab.study.autolabel_quality import examples, label_quality
+
+    pool = list(read_solutions(seed_dir / "data" / "pool.jsonl.gz"))
+    files = {"human": seed_dir / "data" / "human.jsonl.gz",
+             **{m: seed_dir / "label" / f"{m}.jsonl.gz" for m in METHODS}}
+    sets = {m: list(read_solutions(f)) for m, f in files.items()}
+    return {"quality": {m: label_quality(pool, recs) for m, recs in sets.items()},
+            "examples": examples(pool, sets["mc"]), "judge_examples": examples(pool, sets["judge"])}
 
 
 def pooled_quality(per_seed: list[dict]) -> dict:
@@ -299,5 +312,5 @@ def value_claim(mc_quality: dict) -> dict:
             "holds_every_seed": all(v > c for v, c in zip(value, correct))}
 
 
-__all__ = ["ARMS", "METHODS", "arm_config", "job_data", "job_label", "pooled_quality", "record_cost", "run_study",
+__all__ = ["ARMS", "METHODS", "arm_config", "job_data", "job_label", "measure_labels", "pooled_quality", "record_cost", "run_study",
            "summarise", "value_claim", "within_budget"]

@@ -591,3 +591,16 @@ def test_a_cache_that_is_the_output_is_refused(pool, tmp_path):
     with pytest.raises(ValueError, match="give the cache its own file"):
         label_file(src, out, AutoLabelConfig(k=2, progress=False, cache=str(out)), GenerateConfig(backend="lab", model="quick"))
     assert not out.exists()
+
+
+def test_solutions_without_ids_resume_by_their_text(pool, tmp_path):
+    from prmkit.label.auto.run import label_file
+
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    write_records(src, [dataclasses.replace(s, id=None) for s in pool[:4]])
+    gen = GenerateConfig(backend="lab", model="quick")
+    assert label_file(src, out, AutoLabelConfig(k=2, progress=False), gen)["labelled"] == 4
+    again = label_file(src, out, AutoLabelConfig(k=2, progress=False), gen)
+    distinct = len({tuple(s.texts) for s in pool[:4]})  # two samples may be the same text: the same solution
+    assert again["labelled"] == 0 and again["skipped_already_done"] == distinct
+    assert len(list(read_solutions(out))) == 4

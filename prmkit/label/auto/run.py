@@ -42,14 +42,12 @@ from prmkit.schema import Solution
 def solution_key(record) -> str:
     """What identifies a solution across reruns: its id, else a hash of its problem and steps."""
     if isinstance(record, dict):
-        sid, problem = record.get("id"), record["problem"]["problem"]
-        texts = [s["completions"][s.get("chosen") or 0]["text"] if s.get("completions") else s["human"]["text"]
-                 for s in record["steps"]]
-    else:
-        sid, problem, texts = record.id, record.problem.problem, record.texts
-    if sid is not None:
-        return sid
-    return hashlib.blake2b("\x1f".join([problem, *texts]).encode(), digest_size=8).hexdigest()
+        if record.get("id") is not None:
+            return record["id"]
+        record = Solution.from_dict(record)  # the steps it took, as the schema reads them
+    if record.id is not None:
+        return record.id
+    return hashlib.blake2b("\x1f".join([record.problem.problem, *record.texts]).encode(), digest_size=8).hexdigest()
 
 
 def cache_path(out: str | os.PathLike, cfg: AutoLabelConfig) -> Path:

@@ -53,7 +53,8 @@ def refuse_settings(cfg, names: tuple[str, ...], backend: str, why: str) -> None
 
 class LabBackend(Backend):
     """The rule-based lab generator: exact to the lab's design, instant, no weights. Its samples of a problem
-    are drawn as one block, so sample ``j`` depends on ``n`` too (as the lab's pools always have)."""
+    (``generate``) are drawn as one block, so sample ``j`` depends on ``n`` too (as the lab's pools always
+    have); its continuations (``complete``) are seeded one by one, so continuation ``j`` does not."""
 
     def __init__(self, cfg, generator=None):
         refuse_settings(cfg, RULES_IGNORE, "lab", "samples by its rules (lab-lm samples a model)")

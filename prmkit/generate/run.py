@@ -61,14 +61,21 @@ def sample_id(problem: Problem, seed: int, j: int) -> str:
     return f"{problem_key(problem)}/{seed}-{j}"
 
 
+def continued_steps(text: str, cfg: GenerateConfig, prefix_steps: list[str] = ()) -> tuple[list[str], str | None]:
+    """A prefix's steps and those of a sampled continuation (split as ``cfg`` says), and their final answer:
+    how a sample becomes a record here and a graded rollout in :mod:`prmkit.label.auto.rollouts`."""
+    from prmkit.grade import extract_answer
+
+    steps = [*prefix_steps, *split_steps(text, cfg.steps, cfg.step_separator, cfg.marker)]
+    return steps, extract_answer("\n".join(steps)) if steps else None
+
+
 def to_solution(problem: Problem, sid: str, sample: Sample, cfg: GenerateConfig, generator: Generator,
                 prefix_steps: list[str] = ()) -> Solution:
     """One sample as a graded record (the prefix's steps first, for a continuation)."""
-    from prmkit.grade import extract_answer, grade
+    from prmkit.grade import grade
 
-    steps = [*prefix_steps, *split_steps(sample.text, cfg.steps, cfg.step_separator, cfg.marker)]
-    text = "\n".join(steps)
-    answer = extract_answer(text) if steps else None
+    steps, answer = continued_steps(sample.text, cfg, prefix_steps)
     verdict = None
     if problem.answer:
         verdict = grade(answer, problem.answer).verdict if answer else "unparseable"
@@ -200,4 +207,4 @@ class _Progress:
         self.bar.close()
 
 
-__all__ = ["generate_file", "part_path", "read_problem_file", "sample_id", "to_solution"]
+__all__ = ["continued_steps", "generate_file", "part_path", "read_problem_file", "sample_id", "to_solution"]

@@ -39,6 +39,7 @@ from prmkit.lab.study.core import (
     job_train_score,
     mean_ci,
     solution_scores,
+    step_auroc,
     step_probabilities,
     study_dir,
     with_rm_steps,
@@ -239,7 +240,6 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
 def summarise(cfg, seeds: list[int], root: Path) -> dict:
     """Every number of the study from its jobs: label quality and cost per method, PRM results per arm."""
     from prmkit.io import read_solutions
-    from prmkit.lab.study.synthetic import step_auroc
 
     ac = cfg.autolabel
     cfg = study_rm(cfg)

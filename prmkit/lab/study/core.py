@@ -148,6 +148,20 @@ def mean_ci(per_seed_problem, n_boot: int = 2000, seed: int = 0) -> dict:
     return {"mean": float(x.mean()), "ci95": [float(lo), float(hi)], "per_seed": [float(v) for v in x.mean(axis=1)]}
 
 
+def step_auroc(solutions, probs: list[np.ndarray]) -> float:
+    """AUROC of P(step correct) against the oracle (+1 and 0 correct, -1 wrong), over every scored step."""
+    from prmkit.evaluate.steps import auroc
+    from prmkit.lab.oracle import oracle_labels
+
+    scores, truth = [], []
+    for sol, p in zip(solutions, probs):
+        for row, lab in zip(p, oracle_labels(sol)):
+            scores.append(row[0])
+            truth.append(int(lab.rating >= 0))
+    y = np.asarray(truth)
+    return float(auroc(np.asarray(scores), y)) if y.size and y.min() != y.max() else float("nan")
+
+
 # --- jobs ---------------------------------------------------------------------------------------------
 
 def job_train_score(out: Path, kind: str, train_file: str, cfg, seed: int, base_dir: str, pools: dict,
@@ -207,6 +221,7 @@ __all__ = [
     "slope_ratio",
     "solution_column",
     "solution_scores",
+    "step_auroc",
     "step_probabilities",
     "study_dir",
     "with_rm_steps",

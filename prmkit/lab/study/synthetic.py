@@ -45,6 +45,7 @@ from prmkit.lab.study.core import (
     mean_ci,
     solution_column,
     solution_scores,
+    step_auroc,
     step_probabilities,
     study_dir,
     with_rm_steps,
@@ -170,20 +171,6 @@ def label_agreement(solutions, probs: list[np.ndarray], threshold: float) -> dic
             "process_first_error": float(np.mean(first_ok)), "outcome": float(np.mean(outcome_ok)),
             "answer_check": float(np.mean(grade_ok)), "right_answer_wrong_step": sneaky,
             "caught_right_answer_wrong_step": caught / sneaky if sneaky else float("nan")}
-
-
-def step_auroc(solutions, probs: list[np.ndarray]) -> float:
-    """AUROC of P(step correct) against the oracle (+1 and 0 correct, -1 wrong), over every scored step."""
-    from prmkit.evaluate.steps import auroc
-    from prmkit.lab.oracle import oracle_labels
-
-    scores, truth = [], []
-    for sol, p in zip(solutions, probs):
-        for row, lab in zip(p, oracle_labels(sol)):
-            scores.append(row[0])
-            truth.append(int(lab.rating >= 0))
-    y = np.asarray(truth)
-    return float(auroc(np.asarray(scores), y)) if y.size and y.min() != y.max() else float("nan")
 
 
 def ordering(acc: dict, diffs: dict) -> dict:

@@ -164,12 +164,9 @@ class Rollouts:
         return [self.cache.get(key)[:k] for key in keys]
 
     def _right(self, problem: Problem, prefix: list[str], text: str) -> bool:
-        from prmkit.generate.steps import split_steps
-        from prmkit.grade import extract_answer
+        from prmkit.generate.run import continued_steps
 
-        cfg = self.backend.cfg
-        steps = [*prefix, *split_steps(text, cfg.steps, cfg.step_separator, cfg.marker)] if text else list(prefix)
-        return self.grade(problem, extract_answer("\n".join(steps))) == "correct"
+        return self.grade(problem, continued_steps(text, self.backend.cfg, prefix)[1]) == "correct"
 
     def right_counts(self, requests: list[tuple[Problem, list[str]]], k: int) -> list[tuple[int, int]]:
         """(right rollouts, their tokens) of every request: the counts :func:`~prmkit.label.auto.mc.mc_labels` reads."""

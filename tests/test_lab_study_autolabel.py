@@ -84,7 +84,7 @@ def test_quick_study_runs_every_labeller_and_arm(tmp_path, lab_cache):
     mc = summary["quality"]["mc"]
     assert mc["labelled_steps"][0] > summary["quality"]["omegaprm"]["labelled_steps"][0]  # mc labels every step
     assert "stands in" in (out / "section.html").read_text() or "stand-in" in (out / "section.html").read_text()
-    for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings"):
+    for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples"):
         assert TABLES[f"autolabel-{name}"](summary)
     lines.clear()
     run_study(cfg, [0], tmp_path, jobs=2, progress=False, log=lines.append)

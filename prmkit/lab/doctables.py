@@ -171,13 +171,16 @@ def _budget(name: str):
 
 
 def _study_rows(study: str, name: str):
-    """A study page's ``<name>_rows`` table (or its ``findings`` text), shared with its HTML page."""
+    """A study page's ``<name>_rows`` table (or its ``findings`` text, or its own ``<name>_markdown``), shared
+    with its HTML page."""
     def render(summary: dict) -> str:
         import importlib
 
         pages = importlib.import_module(f"prmkit.lab.study.{study}_pages")
         if name == "findings":
             return pages.findings(summary)
+        if hasattr(pages, f"{name}_markdown"):
+            return getattr(pages, f"{name}_markdown")(summary)
         return markdown(*getattr(pages, f"{name}_rows")(summary))
 
     return render
@@ -197,7 +200,7 @@ TABLES = {
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
     **{f"autolabel-{name}": _study_rows("autolabel", name)
-       for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings")},
+       for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples")},
 }
 """Every generated table, by the name a doc's marker uses."""
 

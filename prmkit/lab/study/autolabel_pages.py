@@ -166,7 +166,9 @@ def plot(summary: dict, path: Path) -> str:
     return save_figure(fig, path)
 
 
-def _example_html(ex: dict) -> str:
+def example_text(ex: dict) -> str:
+    """One example disagreement as plain text: the problem, then every step with the oracle's rating, the
+    label, mc's value and an arrow at the step the example is about."""
     lines = []
     for i, text in enumerate(ex["steps"]):
         value = ex["values"][i]
@@ -175,8 +177,18 @@ def _example_html(ex: dict) -> str:
         said = "." if label is None else f"{label:+d}"
         v = "" if value is None else f" value {value:.2f}"
         lines.append(f"{i:>2} oracle {ex['oracle'][i]:+d}  label {said}{v}  {text.splitlines()[0]}{mark}")
+    return ex["problem"] + "\n\n" + "\n".join(lines)
+
+
+def examples_markdown(summary: dict) -> str:
+    """Every example disagreement of mc's labels (first seed), each under its reason, as markdown."""
+    return "\n\n".join(f"*{ex['reason']}* (step {ex['step']}):\n\n```\n{example_text(ex)}\n```"
+                         for ex in summary["examples"])
+
+
+def _example_html(ex: dict) -> str:
     return (f"<p><b>{html.escape(ex['reason'])}</b> (step {ex['step']})</p><pre>"
-            + html.escape(ex["problem"]) + "\n\n" + html.escape("\n".join(lines)) + "</pre>")
+            + html.escape(example_text(ex)) + "</pre>")
 
 
 def section_html(summary: dict, figure_path: Path) -> str:
@@ -214,5 +226,5 @@ def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
                       summary["timings"], command)
 
 
-__all__ = ["cost_rows", "difference_rows", "findings", "hard_rows", "plot", "prm_rows", "quality_rows", "reasons_rows",
+__all__ = ["cost_rows", "difference_rows", "example_text", "examples_markdown", "findings", "hard_rows", "plot", "prm_rows", "quality_rows", "reasons_rows",
            "section_html", "write_outputs"]

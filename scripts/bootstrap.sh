@@ -47,6 +47,6 @@ echo "prmkit bootstrap: venv=$venv torch=$flavour"
 # constraints.txt pins the numeric stack the published numbers were measured with
 pins=(-c constraints.txt)
 [ "${PRMKIT_UNPINNED:-}" = 1 ] && pins=()
-"$venv/bin/python" -m pip install -q "${pins[@]}" -e ".[${flavour},serve,dev]"
+"$venv/bin/python" -m pip install -q "${pins[@]}" -e ".[${flavour},serve,dev,rl]"
 "$venv/bin/python" -c "import torch, prmkit; print('torch', torch.__version__, 'cuda' if torch.cuda.is_available() else 'cpu'); print('prmkit', prmkit.__version__)"
 katex

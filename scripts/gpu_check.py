@@ -20,7 +20,9 @@ What it does, each stage timed and written to ``OUT/gpu_check.json``:
 7. automatic labels (``prmkit label auto --method mc``) of 50 held-out solutions with k = 8 rollouts per
    prefix from the base folder through the ``hf`` backend on the device: rollouts/s, the path a user runs
    with a real policy (the base's weights are untrained, so its rollouts measure speed, not labels);
-8. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
+8. RL (``prmkit.rl``): 5 GRPO steps (TRL's GRPOTrainer, prmkit's rollouts, the PRM as the reward) of the
+   base folder on the device, 16 prompts x 8 samples per step: seconds per step;
+9. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
    product path as on a CPU (base pretraining, PRM and ORM with surprise features, scoring), with its
    headline numbers and wall time per stage.
 """
@@ -172,6 +174,30 @@ def autolabel(out: Path, gpus: int, log: Path) -> dict:
                                                                           "rollouts_per_s", "cache_hit_rate")}}
 
 
+def rl(out: Path, gpus: int, steps: int = 5) -> dict:
+    """GRPO of the base folder against the trained PRM (``prmkit.rl``: TRL's GRPOTrainer, prmkit's rollouts and
+    reward) for a few steps on the device: seconds per step and the reward it logged (the base is untrained, so
+    this measures the path and its speed, not learning)."""
+    import transformers
+
+    from prmkit.io import read_solutions
+    from prmkit.rl.grpo import RLConfig, train_grpo
+    from prmkit.rl.reward import PRMReward
+
+    reward = PRMReward(out / "prm", device="cuda" if gpus else "cpu", batch_size=128)
+    tok = transformers.AutoTokenizer.from_pretrained(out / "base")
+    model = transformers.AutoModelForCausalLM.from_pretrained(out / "base")
+    problems = list(dict.fromkeys(s.problem.problem for s in read_solutions(out / "heldout.jsonl")))
+    cfg = RLConfig(steps=steps, prompts_per_step=16, group=8, max_new_tokens=96, eval_every=0)
+    start = time.perf_counter()
+    history, _ = train_grpo(model, tok, reward.scorer.fmt, [{"problem": p} for p in problems], [reward], cfg,
+                            str(out / "rl"), cpu=not gpus)
+    rows = [h for h in history if "reward" in h]
+    return {"wall_seconds": round(time.perf_counter() - start, 1), "steps": len(rows),
+            "seconds_per_step": round(sum(h["step_time"] for h in rows) / len(rows), 2),
+            "completions_per_step": cfg.batch, "reward": [round(h["reward"], 4) for h in rows]}
+
+
 def lab_quick(out: Path, gpus: int, log: Path) -> dict:
     """``prmkit lab run --preset quick --seeds 0`` on the device; its headline and stage wall times."""
     run = out / "lab-quick"
@@ -209,7 +235,7 @@ def main() -> int:
               ("train_orm", lambda: train(out, "orm", args, gpus, log)),
               ("score_prm", lambda: score(out, "prm", gpus, log)), ("score_orm", lambda: score(out, "orm", gpus, log)),
               ("evaluate", lambda: evaluate(out)), ("generate", lambda: generate(out, gpus, log)),
-              ("autolabel", lambda: autolabel(out, gpus, log))]
+              ("autolabel", lambda: autolabel(out, gpus, log)), ("rl", lambda: rl(out, gpus))]
     if args.tests == "true":
         stages.append(("gpu_tests", lambda: {"wall_seconds": round(sh(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "gpu",

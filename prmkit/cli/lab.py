@@ -91,6 +91,7 @@ examples:
   prmkit lab study active --preset quick --seeds 0  (the test suite's size: a few minutes)
   prmkit lab study synthetic --set synthetic.threshold=0.5
   prmkit lab study autolabel --seeds report --set autolabel.k=16
+  prmkit lab study pressure --seeds report --set pressure.rl.steps=100 --set pressure.rewards=orm,prm-min
   prmkit lab study budget --set budget.budgets=250,1000,4000 --set budget.rm_steps=300 --out runs/budget-wide
 
 Studies (docs/study-budget.md and the lab report):
@@ -100,13 +101,16 @@ Studies (docs/study-budget.md and the lab report):
   synthetic  a large PRM labels fresh samples; small PRM / ORM / answer-check models at equal budgets
   autolabel  Monte-Carlo rollouts, OmegaPRM, a served judge and consensus against the oracle's truth;
              PRMs trained on each (equal solutions, equal rollouts) against simulated human labels
+  pressure   optimisation pressure with the base model as the policy: best-of-N up to N=4096 and GRPO
+             against ORM and PRM credit rules; gold (the oracle) and proxy against sqrt(KL), Gao fits,
+             hacking detectors
 
 Each study writes RUN_DIR/study-<name>/ (summary.json, report.html, section.html, figures/); a rerun
 skips every finished job. When RUN_DIR holds a finished `prmkit lab run`, its report.html is re-rendered
 with the study's section.
 """
 
-STUDIES = ("active", "budget", "synthetic", "autolabel")
+STUDIES = ("active", "budget", "synthetic", "autolabel", "pressure")
 
 
 def _config(args: argparse.Namespace, study: str | None = None) -> lab.LabConfig:

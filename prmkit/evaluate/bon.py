@@ -55,7 +55,11 @@ def subset_avoid_table(m_pad: int, n: int) -> np.ndarray:
 
 @dataclass
 class Levels:
-    """Score levels of every problem's pickable samples, best first: ``g`` samples, ``c`` correct, ``b`` above."""
+    """Score levels of every problem's pickable samples, best first: ``g`` samples, ``c`` correct, ``b`` above.
+
+    ``c`` is the sum over the level of the per-sample values given to :func:`score_levels` (correctness
+    by default, so the number of correct samples).
+    """
 
     problem: np.ndarray
     g: np.ndarray
@@ -63,11 +67,15 @@ class Levels:
     b: np.ndarray
 
 
-def score_levels(pool: Pool, column: str) -> Levels:
-    """Group equal scores of each problem's pickable samples into levels, best first."""
+def score_levels(pool: Pool, column: str, values: np.ndarray | None = None) -> Levels:
+    """Group equal scores of each problem's pickable samples into levels, best first.
+
+    ``values`` (one float per sample, pool order; default ``pool.correct``) are summed into each
+    level's ``c``, so that :func:`level_expectation` gives the expected value of the picked sample.
+    """
     scores = pool.column(column)
     keep = pool.has_answer & ~np.isnan(scores)
-    prob, s, cor = _sorted_by_problem_then_score(pool, scores, keep)
+    prob, s, cor = _sorted_by_problem_then_score(pool, scores, keep, pool.correct if values is None else values)
     new = np.ones(prob.size, dtype=bool)
     new[1:] = (prob[1:] != prob[:-1]) | (s[1:] != s[:-1])
     level = np.cumsum(new) - 1
@@ -81,8 +89,8 @@ def score_levels(pool: Pool, column: str) -> Levels:
     return Levels(level_prob, g, c, above_all - start)
 
 
-def _sorted_by_problem_then_score(pool: Pool, scores: np.ndarray, keep: np.ndarray):
-    """(problem, score, correct) of the kept samples, by problem, then score descending.
+def _sorted_by_problem_then_score(pool: Pool, scores: np.ndarray, keep: np.ndarray, values: np.ndarray):
+    """(problem, score, value) of the kept samples, by problem, then score descending.
 
     Pools of similar sizes are sorted row by row in a (problems, largest pool) matrix, which is several
     times faster than one flat sort on two keys; very uneven pools fall back to the flat sort.
@@ -90,7 +98,7 @@ def _sorted_by_problem_then_score(pool: Pool, scores: np.ndarray, keep: np.ndarr
     sizes, width = pool.sizes, int(pool.sizes.max(initial=0))
     if pool.n_problems * width > 2 * pool.n_samples:
         prob = pool.problem_index()[keep]
-        s, cor = scores[keep], pool.correct[keep]
+        s, cor = scores[keep], values[keep]
         order = np.argsort(-s, kind="stable")
         order = order[np.argsort(prob[order], kind="stable")]
         return prob[order], s[order], cor[order]
@@ -106,7 +114,7 @@ def _sorted_by_problem_then_score(pool: Pool, scores: np.ndarray, keep: np.ndarr
     kept = np.isfinite(np.take_along_axis(matrix, order, axis=1))
     prob = np.broadcast_to(np.arange(pool.n_problems)[:, None], matrix.shape)[kept]
     flat = (pool.offsets[:-1, None] + order)[kept]
-    return prob, scores[flat], pool.correct[flat]
+    return prob, scores[flat], values[flat]
 
 
 def exact_bon(pool: Pool, column: str, ns: list[int], pad_to: int | None = None) -> np.ndarray:
@@ -114,10 +122,17 @@ def exact_bon(pool: Pool, column: str, ns: list[int], pad_to: int | None = None)
 
     ``pad_to`` is the padded pool size ``M_pad`` (default: the largest pool in ``pool``).
     """
-    m_pad = _padded_size(pool, pad_to)
-    levels = score_levels(pool, column)
+    return level_expectation(score_levels(pool, column), pool.n_problems, _padded_size(pool, pad_to), ns)
+
+
+def level_expectation(levels: Levels, n_problems: int, m_pad: int, ns: list[int]) -> np.ndarray:
+    """Expected ``c / g`` of the level that holds the top of a random N-subset: (problems, len(ns)).
+
+    With the default levels this is best-of-N accuracy; with levels built from other per-sample
+    values, the expected value of the picked sample. A subset with nothing pickable contributes 0.
+    """
     if levels.g.size == 0:  # nothing pickable anywhere: every subset is wrong
-        return np.zeros((pool.n_problems, len(ns)))
+        return np.zeros((n_problems, len(ns)))
     share = levels.c / np.maximum(levels.g, 1)
     # Telescoping: a level's "lo" is the next level's "hi", so sum_k share_k (h[hi_k] - h[lo_k])
     # = sum_k (share_k - share_{k-1}) h[hi_k] - share_last h[lo_last], per problem.
@@ -127,7 +142,7 @@ def exact_bon(pool: Pool, column: str, ns: list[int], pad_to: int | None = None)
     at = np.concatenate([m_pad - levels.b, (m_pad - levels.b - levels.g)[last]])
     weight = np.concatenate([dshare, -share[last]])
     rows = np.concatenate([levels.problem, levels.problem[last]])
-    return _weighted_tables(rows, at, weight, pool.n_problems, m_pad, ns)
+    return _weighted_tables(rows, at, weight, n_problems, m_pad, ns)
 
 
 def _weighted_tables(rows, at, weight, n_rows: int, m_pad: int, ns: list[int]) -> np.ndarray:

@@ -12,12 +12,14 @@ from pathlib import Path
 
 PACKAGES = ("torch", "transformers", "tokenizers", "accelerate", "peft", "safetensors", "numpy")
 """What the lab's numbers depend on (training, features, scoring, the estimators)."""
+RL_PACKAGES = ("trl",)
+"""What the numbers of a study that trains a policy also depend on (``prmkit lab study pressure``: TRL's GRPO)."""
 
 
-def numeric_stack() -> dict[str, str]:
-    """Installed version of each of :data:`PACKAGES`, without a local tag (``2.13.0+cpu`` -> ``2.13.0``)."""
+def numeric_stack(extra: tuple[str, ...] = ()) -> dict[str, str]:
+    """Installed version of each of :data:`PACKAGES` and ``extra``, without a local tag (``2.13.0+cpu`` -> ``2.13.0``)."""
     out = {}
-    for name in PACKAGES:
+    for name in (*PACKAGES, *extra):
         try:
             out[name] = metadata.version(name).split("+")[0]
         except metadata.PackageNotFoundError:

@@ -1,4 +1,4 @@
-"""Settings of the lab's studies (``prmkit lab study active|synthetic|budget|autolabel``), one inert dataclass each.
+"""Settings of the lab's studies (``prmkit lab study active|synthetic|budget|autolabel|pressure``), one inert dataclass each.
 
 Each study owns its config: a :class:`~prmkit.lab.config.LabConfig` extended by the study's own section
 (:class:`BudgetStudy` adds ``budget``, :class:`ActiveStudy` ``active``, :class:`SyntheticStudy`
@@ -18,6 +18,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from prmkit.lab.config import LabConfig, preset
+from prmkit.rl.grpo import RLConfig
 from prmkit.select import WRONG_GRADES, check_wrong_grades
 
 
@@ -237,6 +238,55 @@ class AutolabelConfig:
         return cls(train_problems=50, eval_problems=40, eval_samples=16, judge_labels=200, rm_steps=80, restarts=1)
 
 
+@dataclass(frozen=True)
+class PressureConfig:
+    """Optimisation pressure against exact truth: best-of-N up to large N, and RL against each reward.
+
+    The lab's base model is the policy. Per seed, a PRM and an ORM learn from each label budget of
+    ``train_problems x samples_per_problem`` of its solutions (simulated step labels; the same solutions'
+    final-answer grades) and score ``bon_problems x bon_samples`` held-out samples: best-of-N for every N
+    up to ``bon_samples`` (the exact estimator) against sqrt(KL_bon). Then GRPO (``rl``) trains the policy
+    against each reward of ``rewards`` (``prmkit.lab.study.pressure.REWARDS``), with the reward models of
+    the largest budget, on ``rl_problems`` prompts, measured on ``rl_eval_problems x rl_eval_samples``.
+    """
+
+    budgets: tuple[int, ...] = field(default=(500, 2000), metadata={
+        "help": "numbers of labelled solutions the reward models learn from (prefixes of one shuffled pool)"})
+    train_problems: int = field(default=500, metadata={"help": "training problems whose samples are labelled"})
+    samples_per_problem: int = field(default=4, metadata={"help": "samples per training problem"})
+    bon_problems: int = field(default=8, metadata={"help": "held-out problems of the best-of-N pool (each sampled "
+                                                               "bon_samples times and scored by every reward model)"})
+    bon_samples: int = field(default=4096, metadata={"help": "samples per best-of-N problem (the largest N)"})
+    rewards: tuple[str, ...] = field(default=("orm", "prm-min", "prm-product", "prm-sum", "prm-last",
+                                              "prm-min+answer"), metadata={"help": "rewards RL optimises"})
+    rl: RLConfig = field(default_factory=lambda: RLConfig(steps=60), metadata={"help": "each GRPO run"})
+    rl_problems: int = field(default=480, metadata={"help": "training problems RL prompts with (none labelled)"})
+    rl_eval_problems: int = field(default=48, metadata={"help": "held-out problems RL is measured on"})
+    rl_eval_samples: int = field(default=4, metadata={"help": "samples per held-out problem at each evaluation"})
+    rm_steps: int = field(default=0, metadata={"help": "optimiser steps of every reward model (0: 300)"})
+    restarts: int = field(default=3, metadata={
+        "help": "runs of every reward model from distinct seeds, the best kept on a held-out tenth of its own labels "
+                "(on a development seed one ORM run ended at the class-prior loss, a constant score); 1: one run"})
+
+    def __post_init__(self):
+        object.__setattr__(self, "budgets", tuple(sorted({int(b) for b in self.budgets})))
+        if self.restarts < 1:
+            raise ValueError(f"pressure.restarts must be at least 1, got {self.restarts}")
+        object.__setattr__(self, "rewards", tuple(self.rewards))
+        if not self.budgets or min(self.budgets) < 1 or max(self.budgets) > self.train_problems * self.samples_per_problem:
+            raise ValueError(f"pressure.budgets {self.budgets} must lie in 1..train_problems x samples_per_problem")
+        if min(self.bon_problems, self.bon_samples, self.rl_problems, self.rl_eval_problems, self.rl_eval_samples) < 1:
+            raise ValueError("pressure problem and sample counts must be at least 1")
+        if self.rm_steps < 0:
+            raise ValueError(f"pressure.rm_steps must be 0 (rm.max_steps) or positive, got {self.rm_steps}")
+
+    @classmethod
+    def quick(cls) -> PressureConfig:
+        return cls(budgets=(200,), train_problems=50, bon_problems=6, bon_samples=64,
+                   rewards=("orm", "prm-min", "prm-sum"), rl_problems=24, rl_eval_problems=6, rl_eval_samples=2,
+                   rm_steps=40, restarts=1, rl=RLConfig(steps=4, prompts_per_step=4, group=4, eval_every=2, max_new_tokens=128))
+
+
 # The synthetic-supervision study's arms: how small reward models are supervised, and what they are.
 METHODS = ("process", "outcome", "answer")
 NAMES = {"process": "process (large PRM)", "outcome": "outcome (large PRM)", "answer": "answer checking"}
@@ -266,6 +316,13 @@ class SyntheticStudy(LabConfig):
 
 
 @dataclass(frozen=True)
+class PressureStudy(LabConfig):
+    """``prmkit lab study pressure``: the lab's config (with the base model as the policy) and the pressure study's."""
+
+    pressure: PressureConfig = field(default_factory=PressureConfig)
+
+
+@dataclass(frozen=True)
 class AutolabelStudy(LabConfig):
     """``prmkit lab study autolabel``: the lab's config and the automatic-labels study's."""
 
@@ -277,7 +334,8 @@ STUDY_RM_STEPS = 300
 early on held-out labels instead, which the studies' designs have no labels to spare for)."""
 
 STUDIES = {"budget": (BudgetStudy, BudgetConfig), "active": (ActiveStudy, ActiveConfig),
-           "synthetic": (SyntheticStudy, SyntheticConfig), "autolabel": (AutolabelStudy, AutolabelConfig)}
+           "synthetic": (SyntheticStudy, SyntheticConfig), "autolabel": (AutolabelStudy, AutolabelConfig),
+           "pressure": (PressureStudy, PressureConfig)}
 
 
 def study_preset(study: str, name: str = "default") -> LabConfig:
@@ -294,8 +352,23 @@ def study_preset(study: str, name: str = "default") -> LabConfig:
     rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0, eval_every=0, early_stop_patience=0,
                              max_steps=STUDY_RM_STEPS)
     fields = {f.name: getattr(lab, f.name) for f in dataclasses.fields(LabConfig)}
+    if study == "pressure":  # the policy it optimises is the base model, so its pools are the base's samples
+        fields["policy"] = "lm"
     return cls(**{**fields, "rm": rm, "orm_ratio": 1}, **{study: own})
 
 
-__all__ = ["STUDIES", "STUDY_RM_STEPS", "ActiveConfig", "ActiveStudy", "AutolabelConfig", "AutolabelStudy", "BudgetConfig", "BudgetStudy", "SyntheticConfig",
-           "SyntheticStudy", "study_preset"]
+__all__ = [
+    "STUDIES",
+    "STUDY_RM_STEPS",
+    "ActiveConfig",
+    "ActiveStudy",
+    "AutolabelConfig",
+    "AutolabelStudy",
+    "BudgetConfig",
+    "BudgetStudy",
+    "PressureConfig",
+    "PressureStudy",
+    "SyntheticConfig",
+    "SyntheticStudy",
+    "study_preset",
+]

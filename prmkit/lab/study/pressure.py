@@ -1,0 +1,279 @@
+"""``prmkit lab study pressure``: does process supervision stay honest under optimisation pressure?
+
+The lab's base model is the policy (``policy=lm``); the oracle is the gold reward. Per seed
+(:class:`~prmkit.lab.study.config.PressureConfig`):
+
+1. **data**: ``train_problems x samples_per_problem`` of the policy's solutions (shuffled), rated by the
+   simulated labellers; the best-of-N pool, ``bon_problems x bon_samples`` held-out samples; the RL
+   prompts (train-split problems the labelled pool does not use) and the RL evaluation problems
+   (eval-split problems the best-of-N pool does not use).
+2. **rm**: a PRM (step labels) and an ORM (the same solutions' final-answer grades) on each label budget,
+   the lab's recipe; each scores the best-of-N pool.
+3. **rl**: per reward of ``rewards`` (:data:`REWARDS`), the policy trained by GRPO (TRL's
+   ``GRPOTrainer``, :mod:`prmkit.rl.grpo`) with a KL penalty to the base, against the reward models of
+   the largest budget through :class:`prmkit.rl.reward.PRMReward`. Before the first step and every
+   ``rl.eval_every`` steps it samples the evaluation problems and logs gold, proxy, KL(policy || base)
+   and the hacking detectors (:func:`~prmkit.lab.study.pressure_measure.detectors`).
+4. **summary**: best-of-N curves (gold, step validity and proxy against sqrt(KL_bon), every PRM
+   aggregation and the ORM, every budget) and RL curves (against sqrt(KL)), with Gao et al.'s forms fitted
+   by bootstrap over problems (:mod:`prmkit.evaluate.pressure`), where gold peaks, how far proxy and
+   gold part, the detectors and the highest-proxy wrong samples.
+
+Outputs in ``RUN_DIR/study-pressure/``: ``seed-S/{data,rm-<kind>-<budget>,rl-<reward>}``, ``summary.json``,
+``section.html``, ``report.html``, ``figures/``. Every job is resumable (:func:`prmkit.lab.run.run_job`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, key_of
+from prmkit.lab.stack import RL_PACKAGES, numeric_stack
+from prmkit.lab.study.core import job_train_score, study_dir, with_rm_steps, write_json
+
+NAME = "pressure"
+REWARDS = {"orm": ("orm", "last", 0.0), "prm-min": ("prm", "min", 0.0), "prm-product": ("prm", "product", 0.0),
+           "prm-sum": ("prm", "sum", 0.0), "prm-last": ("prm", "last", 0.0), "prm-min+answer": ("prm", "min", 1.0)}
+"""RL rewards: (reward model, credit rule, weight of the final-answer check added to it)."""
+VERSION = 1
+"""Bumped when a job's output format changes, so stale folders are recomputed."""
+
+
+# --- jobs ------------------------------------------------------------------------------------------------
+
+def job_data(out: Path, cfg, seed: int, progress: bool = False) -> dict:
+    """The labelled pool and its budget prefixes, the best-of-N pool, the RL prompts and evaluation problems."""
+    from prmkit.io import write_records
+    from prmkit.lab.domain import make_problems
+    from prmkit.lab.labellers import label
+    from prmkit.lab.pools import generate_pool
+
+    init_worker()
+    pc = cfg.pressure
+    pool = generate_pool(cfg, seed, "train", pc.train_problems, pc.samples_per_problem)
+    pool = [pool[i] for i in np.random.default_rng([seed, 23]).permutation(len(pool))]
+    labelled = label(pool, cfg.labellers, seed)
+    for b in pc.budgets:
+        write_records(out / f"train-{b}.jsonl.gz", labelled[:b])
+    write_records(out / "bon.jsonl.gz", generate_pool(cfg, seed, "eval", pc.bon_problems, pc.bon_samples))
+    rl = make_problems(cfg.domain, pc.train_problems + pc.rl_problems, seed, "train")[pc.train_problems:]
+    held = make_problems(cfg.domain, pc.bon_problems + pc.rl_eval_problems, seed, "eval")[pc.bon_problems:]
+    write_problems(out / "rl-train.jsonl", rl)
+    write_problems(out / "rl-eval.jsonl", held)
+    return {"pool": len(pool), "bon": pc.bon_problems * pc.bon_samples, "rl_problems": len(rl)}
+
+
+def write_problems(path: Path, problems) -> None:
+    with open(path, "w") as f:
+        f.writelines(json.dumps(dataclasses.asdict(p)) + "\n" for p in problems)
+
+
+def read_problems(path: Path) -> list:
+    from prmkit.schema import Problem
+
+    return [Problem(**json.loads(line)) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def lab_answer_check(by_text: dict):
+    """The final-answer check of the ``+answer`` rewards: the oracle's grade of the answer the steps end with
+    (in the lab the reference answer is exact; elsewhere this is a grader against the reference)."""
+    from prmkit.lab.oracle import extract_answer, grade_answer
+
+    def check(problem: str, completion, steps=None, **row):
+        return grade_answer(by_text[problem], extract_answer(list(steps or []))) == "correct"
+
+    return check
+
+
+def make_reward(name: str, rm_dirs: dict, by_text: dict, device: str = "cpu"):
+    """The :class:`~prmkit.rl.reward.PRMReward` of reward ``name`` (:data:`REWARDS`)."""
+    from prmkit.rl.reward import PRMReward
+
+    kind, credit, weight = REWARDS[name]
+    check = lab_answer_check(by_text) if weight else None
+    return PRMReward(rm_dirs[kind], credit=credit, answer_weight=weight, answer_check=check, batch_size=64,
+                     device=device, name=name.replace("+", "_"))
+
+
+class Probe:
+    """The RL run's evaluation hook: samples the evaluation problems with the live policy (the same seeds at
+    every evaluation) and measures gold, proxy, KL(policy || base) and the detectors; ``last`` keeps the
+    latest evaluation's samples and proxies (for the report's examples)."""
+
+    def __init__(self, problems, samples: int, tokenizer, fmt, reference, reward, prm, sampling):
+        from prmkit.model.formatter import encode
+
+        self.samples = samples
+        self.problems = [p for p in problems for _ in range(samples)]  # laid out problem by problem
+        self.ids = [encode(tokenizer, p.problem, [], fmt).input_ids for p in self.problems]
+        self.tokenizer, self.fmt, self.reference, self.reward, self.prm = tokenizer, fmt, reference, reward, prm
+        self.sampling, self.last = sampling, None
+
+    def __call__(self, step: int, model) -> dict:
+        from prmkit.generate.labgen import lab_text
+        from prmkit.lab.study.pressure_measure import detectors, oracle_rows
+        from prmkit.rl.grpo import completion_steps, sample_rows, sequence_logprobs
+
+        start = time.perf_counter()
+        rows = sample_rows(model, self.tokenizer, self.fmt, self.ids, list(range(len(self.ids))), self.sampling)
+        completions = [c for c, _ in rows]
+        texts = [lab_text(t) for _, t in rows]
+        steps = [completion_steps(t, self.fmt) for t in texts]
+        was = model.training
+        model.eval()
+        kl = sequence_logprobs(model, self.ids, completions) - sequence_logprobs(self.reference, self.ids, completions)
+        model.train(was)
+        problems = [p.problem for p in self.problems]
+        proxy = np.asarray(self.reward(problems, texts, steps=steps, problem=problems), dtype=float)
+        gold = [r["gold"] for r in oracle_rows(self.problems, steps)]
+        self.last = {"steps": steps, "proxy": proxy.tolist()}
+        return {"step": step, "kl": float(np.mean(kl)), "proxy": float(proxy.mean()),
+                "tokens": float(np.mean([len(c) for c in completions])),
+                **detectors(self.problems, steps, self.prm.step_scores(problems, steps)),
+                "gold_per_problem": per_problem(gold, self.samples), "seconds": round(time.perf_counter() - start, 2)}
+
+
+def per_problem(values: list, samples: int) -> list[float]:
+    """Means of consecutive blocks of ``samples`` values (samples are laid out problem by problem).
+
+    >>> per_problem([1, 0, 1, 1], 2)
+    [0.5, 1.0]
+    """
+    a = np.asarray(values, dtype=float).reshape(-1, samples)
+    return a.mean(axis=1).tolist()
+
+
+def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, data_dir: str, rm_dirs: dict,
+           progress: bool = False) -> dict:
+    """One GRPO run of the policy against ``reward``; writes ``log.json`` (evaluation records, TRL's log)."""
+    import torch
+
+    from prmkit.generate.hf import Sampling
+    from prmkit.generate.labgen import lab_text
+    from prmkit.lab.base import load_base
+    from prmkit.lab.config import lab_format
+    from prmkit.rl.grpo import train_grpo
+    from prmkit.rl.reward import PRMReward
+
+    init_worker()
+    pc = cfg.pressure
+    rl = dataclasses.replace(pc.rl, seed=pc.rl.seed + seed)
+    torch.manual_seed(rl.seed)
+    fmt = lab_format(cfg.base.max_length)
+    policy, tokenizer = load_base(base_dir)
+    reference, _ = load_base(base_dir)
+    policy.train()
+    train = read_problems(Path(data_dir) / "rl-train.jsonl")
+    held = read_problems(Path(data_dir) / "rl-eval.jsonl")
+    by_text = {p.problem: p for p in [*train, *held]}
+    reward_fn = make_reward(reward, rm_dirs, by_text)
+    probe = Probe(held, pc.rl_eval_samples, tokenizer, fmt, reference, reward_fn,
+                  PRMReward(rm_dirs["prm"], batch_size=64, device="cpu"),
+                  Sampling(max_new_tokens=rl.max_new_tokens, temperature=rl.temperature))
+    start = time.perf_counter()
+    history, records = train_grpo(policy, tokenizer, fmt, [{"problem": p.problem, "answer": p.answer} for p in train],
+                                  [reward_fn], rl, str(out / "trl"), hook=probe, detokenize=lab_text)
+    seconds = round(time.perf_counter() - start, 1)
+    examples = worst(held, pc.rl_eval_samples, probe.last)
+    log = {"reward": reward, "records": records, "history": trl_rows(history), "seconds": seconds,
+           "examples": examples}
+    (out / "log.json").write_text(json.dumps(log, indent=1, default=float) + "\n")
+    return {"seconds": seconds, "final_gold": records[-1]["gold"], "final_proxy": records[-1]["proxy"]}
+
+
+def worst(problems, samples: int, last: dict) -> list[dict]:
+    from prmkit.lab.study.pressure_measure import worst_cases
+
+    laid = [p for p in problems for _ in range(samples)]
+    return worst_cases(laid, last["steps"], last["proxy"])
+
+
+TRL_KEYS = ("step", "reward", "reward_std", "kl", "loss", "entropy", "completions/mean_length", "step_time",
+            "frac_reward_zero_std")
+
+
+def trl_rows(history: list[dict]) -> list[dict]:
+    """TRL's per-step log, the fields the report reads."""
+    return [{k: h[k] for k in TRL_KEYS if k in h} for h in history if "reward" in h]
+
+
+# --- the pipeline ----------------------------------------------------------------------------------------
+
+def study_rm(cfg):
+    """``cfg`` whose reward models train ``rm_steps`` steps, ``restarts`` times with the best kept on a held-out
+    tenth of their own labels: the same guard for the PRM and the ORM, chosen without the oracle."""
+    pc = cfg.pressure
+    cfg = with_rm_steps(cfg, pc.rm_steps)
+    return cfg.replace({"rm.restarts": pc.restarts, "rm.eval_fraction": 0.1 if pc.restarts > 1 else 0.0})
+
+
+def rm_name(kind: str, budget: int) -> str:
+    return f"rm-{kind}-{budget}"
+
+
+def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
+              log=print, device: str = "auto") -> dict:
+    """Run the optimisation-pressure study for ``seeds`` into ``RUN_DIR/study-pressure/``; return its summary."""
+    from prmkit.lab.base import base_key
+
+    pc = cfg.pressure
+    if cfg.policy != "lm":
+        raise ValueError("the pressure study optimises the lab's base model: run it with policy=lm")
+    unknown = [r for r in pc.rewards if r not in REWARDS]
+    if unknown:
+        raise ValueError(f"unknown pressure.rewards {unknown} (expected some of {', '.join(REWARDS)})")
+    init_worker()
+    cfg = study_rm(cfg)
+    root = study_dir(run_dir, NAME)
+    root.mkdir(parents=True, exist_ok=True)
+    runner = Runner(jobs=jobs, progress=progress, log=log)
+    inner = progress and jobs == 1
+    start = time.perf_counter()
+    sd = {s: root / f"seed-{s}" for s in seeds}
+    top = max(pc.budgets)
+    try:
+        bkey = base_key(cfg.base, cfg, device)
+        base_dir = runner.stage("base", [(str(root / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
+        dkey = {s: key_of(bkey, cfg.domain, cfg.labellers, pc.train_problems, pc.samples_per_problem, pc.budgets,
+                          pc.bon_problems, pc.bon_samples, pc.rl_problems, pc.rl_eval_problems, s, VERSION)
+                for s in seeds}
+        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, inner) for s in seeds])
+        rkey = {}
+        calls = []
+        for s in seeds:
+            for b in pc.budgets:
+                for kind in ("prm", "orm"):
+                    rkey[s, kind, b] = key_of(dkey[s], kind, b, cfg.rm, VERSION, RM_VERSION)
+                    calls.append((str(sd[s] / rm_name(kind, b)), rkey[s, kind, b], job_train_score, kind,
+                                  str(sd[s] / "data" / f"train-{b}.jsonl.gz"), cfg, s, base_dir,
+                                  {"bon": str(sd[s] / "data" / "bon.jsonl.gz")}, inner, device))
+        runner.stage("rm", calls)
+        calls = []
+        for reward in pc.rewards:
+            for s in seeds:
+                rm_dirs = {k: str(sd[s] / rm_name(k, top) / "model") for k in ("prm", "orm")}
+                key = key_of(rkey[s, "prm", top], rkey[s, "orm", top], reward, pc.rl, pc.rl_eval_samples, VERSION)
+                calls.append((str(sd[s] / f"rl-{reward}"), key, job_rl, cfg, s, reward, base_dir,
+                              str(sd[s] / "data"), rm_dirs, inner))
+        runner.stage("rl", calls)
+    finally:
+        runner.close()
+    from prmkit.lab.study.pressure_summary import summarise
+
+    summary = summarise(cfg, seeds, root)
+    summary.update(timings=runner.timings, stack=numeric_stack(RL_PACKAGES), command=command,
+                   total_wall_seconds=round(time.perf_counter() - start, 1))
+    from prmkit.lab.study.pressure_pages import write_outputs
+
+    write_outputs(root, cfg, summary, command)
+    write_json(root / "summary.json", summary)
+    log(f"pressure study: {root / 'report.html'} ({summary['total_wall_seconds']:.0f} s)")
+    return summary
+
+
+__all__ = ["REWARDS", "job_data", "job_rl", "make_reward", "per_problem", "run_study"]

@@ -1,0 +1,224 @@
+"""The pressure study's pages: tables, figure, findings and the HTML section of ``prmkit lab study pressure``.
+
+Every ``*_rows`` function returns (header, rows) of text, shared by the HTML page and the generated
+tables of ``docs/pressure.md`` (:mod:`prmkit.lab.doctables`).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from pathlib import Path
+
+import numpy as np
+
+from prmkit.lab.study.core import write_study_pages
+from prmkit.lab.study.pressure_summary import HACK_MARGIN
+
+NAMES = {"prm_min": "PRM (min)", "prm_product": "PRM (product)", "prm_last": "PRM (last)", "prm_mean": "PRM (mean)",
+         "orm": "ORM"}
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
+
+
+def _num(x, digits: int = 2) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return "none in sight" if math.isinf(x) else f"{x:.{digits}f}"
+
+
+def _ci(c: dict, signed: bool = False) -> str:
+    fmt = "{:+.1f}" if signed else "{:.1f}"
+    return f"{fmt.format(100 * c['mean'])} [{100 * c['ci95'][0]:+.1f}, {100 * c['ci95'][1]:+.1f}]" if signed else \
+        f"{fmt.format(100 * c['mean'])} [{100 * c['ci95'][0]:.1f}, {100 * c['ci95'][1]:.1f}]"
+
+
+def _interval(lo_hi) -> str:
+    return f"[{_num(lo_hi[0])}, {_num(lo_hi[1])}]"
+
+
+def bon_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Best-of-N per budget and reward model: gold at N=1, its peak, at the largest N, and the fit."""
+    b = summary["bon"]
+    n_max = b["n"][-1]
+    header = ["labels", "ranked by", "gold at N=1", "peak gold (at N)", f"gold at N={n_max:,}",
+              f"step-valid at N={n_max:,}", "alpha [95% CI]", "beta [95% CI]", "fitted peak sqrt(KL)"]
+    rows = []
+    for budget, models in b["budgets"].items():
+        for column, m in models.items():
+            f = m["fit"]
+            rows.append([f"{int(budget):,}", NAMES.get(column, column), _pct(m["gold_at_1"]),
+                         f"{_pct(m['peak_gold'])} ({m['peak_n']:,})", _ci(m["gold"][-1]), _ci(m["valid"][-1]),
+                         f"{_num(f['alpha'], 3)} {_interval(f['alpha_ci'])}", f"{_num(f['beta'], 3)} {_interval(f['beta_ci'])}",
+                         _num(f["peak_d"])])
+    return header, rows
+
+
+def rl_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """RL per reward: gold at the start, its peak, at the end, the paired change, where proxy and gold part."""
+    header = ["reward", "gold at start", "peak gold (step)", "gold at end", "end minus start [95% CI]",
+              "sqrt(KL) at end", "proxy start → end", "proxy and gold part at step", "alpha [95% CI]", "beta [95% CI]"]
+    rows = []
+    for reward, r in summary["rl"].items():
+        m = r["mean"]
+        f = r["fit"]
+        rows.append([reward, _pct(m["gold"][0]), f"{_pct(r['peak_gold'])} ({r['peak_step']})", _pct(m["gold"][-1]),
+                     _ci(r["gold_change"], signed=True), _num(r["sqrt_kl"][-1]),
+                     f"{_num(m['proxy'][0], 3)} → {_num(m['proxy'][-1], 3)}",
+                     "never" if r["hacked_at"] is None else str(r["hacked_at"]),
+                     f"{_num(f['alpha'], 3)} {_interval(f['alpha_ci'])}", f"{_num(f['beta'], 3)} {_interval(f['beta_ci'])}"])
+    return header, rows
+
+
+DETECTOR_NAMES = {"valid": "every step valid (%)", "right_answer_wrong_step": "right answer, wrong step (%)",
+                  "steps": "steps per solution", "checks": "check lines per solution", "answerless": "answerless (%)",
+                  "prm_step_auroc": "PRM step AUROC on policy samples", "tokens": "tokens per solution"}
+PERCENT = ("valid", "right_answer_wrong_step", "answerless")
+
+
+def _detector(name: str, x) -> str:
+    return _pct(x) if name in PERCENT else _num(x, 3 if name == "prm_step_auroc" else 1)
+
+
+def detector_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Every detector at the start and the end of each reward's runs (mean over seeds)."""
+    rewards = list(summary["rl"])
+    header = ["detector", *rewards]
+    rows = []
+    for k, name in DETECTOR_NAMES.items():
+        cells = []
+        for reward in rewards:
+            d = summary["rl"][reward]["detectors"][k]
+            cells.append(f"{_detector(k, d['start'])} → {_detector(k, d['end'])}")
+        rows.append([name, *cells])
+    return header, rows
+
+
+def wall_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Wall time per stage, and each RL run's (one reward, one seed) against the 20-minute target."""
+    rows = [[stage, f"{t['wall_seconds'] / 60:.1f} min", str(t.get("jobs", ""))]
+            for stage, t in summary["timings"].items()]
+    runs = [x for r in summary["rl"].values() for x in r["seconds"]]
+    rows.append(["one RL run (mean / longest)", f"{np.mean(runs) / 60:.1f} / {max(runs) / 60:.1f} min", str(len(runs))])
+    rows.append(["the whole study", f"{summary['total_wall_seconds'] / 60:.1f} min", ""])
+    return ["stage", "wall time", "jobs"], rows
+
+
+def findings(summary: dict) -> str:
+    """The plain answer, from the numbers."""
+    parts = []
+    bon = summary["bon"]["budgets"][str(max(int(b) for b in summary["bon"]["budgets"]))]
+    prm, orm = bon.get("prm_min"), bon.get("orm")
+    n_max = summary["bon"]["n"][-1]
+    if prm and orm:
+        parts.append(f"Best-of-N up to N = {n_max:,}: the PRM (min) peaks at {_pct(prm['peak_gold'])}% (N = {prm['peak_n']:,}) "
+                     f"and ends at {_pct(prm['gold_at_max_n'])}%; the ORM peaks at {_pct(orm['peak_gold'])}% "
+                     f"(N = {orm['peak_n']:,}) and ends at {_pct(orm['gold_at_max_n'])}%.")
+    for reward, r in summary["rl"].items():
+        change = r["gold_change"]
+        verdict = ("gold rose" if change["ci95"][0] > 0 else "gold fell" if change["ci95"][1] < 0
+                   else "gold did not move beyond noise")
+        part = ("proxy and gold never parted" if r["hacked_at"] is None
+                else f"proxy and gold parted at step {r['hacked_at']}")
+        parts.append(f"RL against {reward}: {verdict} ({_ci(change, signed=True)} points); {part}.")
+    return " ".join(parts)
+
+
+def plot(summary: dict, path: Path) -> str:
+    """Best-of-N gold and proxy against sqrt(KL_bon) (largest budget), RL gold against sqrt(KL) and proxy by step."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from prmkit.evaluate.plots import save_figure
+
+    b = summary["bon"]
+    top = str(max(int(x) for x in b["budgets"]))
+    d = np.asarray(b["sqrt_kl"])
+    fig, axes = plt.subplots(2, 2, figsize=(11, 8))
+    for i, (column, m) in enumerate(b["budgets"][top].items()):
+        gold = np.array([100 * c["mean"] for c in m["gold"]])
+        lo_hi = np.array([[100 * v for v in c["ci95"]] for c in m["gold"]])
+        axes[0, 0].plot(d, gold, "o-", color=f"C{i}", label=NAMES.get(column, column), ms=3)
+        axes[0, 0].fill_between(d, lo_hi[:, 0], lo_hi[:, 1], color=f"C{i}", alpha=0.12)
+        axes[0, 1].plot(d, [100 * c["mean"] for c in m["proxy"]], "o-", color=f"C{i}", ms=3)
+    axes[0, 0].set(xlabel="sqrt(KL_bon)", ylabel="gold: chosen answer right (%)",
+                   title=f"best-of-N, {int(top):,} labels (N = 1 .. {b['n'][-1]:,})")
+    axes[0, 1].set(xlabel="sqrt(KL_bon)", ylabel="proxy: chosen sample's score (min-max scaled, %)", title="best-of-N proxy")
+    axes[0, 0].legend(fontsize=8)
+    for i, (reward, r) in enumerate(summary["rl"].items()):
+        axes[1, 0].plot(r["sqrt_kl"], [100 * g for g in r["mean"]["gold"]], "o-", color=f"C{i}", label=reward, ms=3)
+        proxy = np.asarray(r["mean"]["proxy"], dtype=float)
+        span = np.ptp(proxy) or 1.0
+        axes[1, 1].plot(r["steps"], (proxy - proxy[0]) / span, "o-", color=f"C{i}", ms=3)
+    axes[1, 0].set(xlabel="sqrt(KL(policy || base)), held-out samples", ylabel="gold: answer right (%)",
+                   title="RL (GRPO), mean over seeds")
+    axes[1, 1].set(xlabel="optimiser step", ylabel="proxy change (scaled to its range)", title="RL proxy")
+    axes[1, 0].legend(fontsize=8)
+    for ax in axes.flat:
+        ax.grid(alpha=0.3)
+    fig.suptitle(f"Optimisation pressure, seeds {', '.join(map(str, summary['seeds']))}", fontsize=10)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def example_text(ex: dict) -> str:
+    mark = ex["first_wrong_step"]
+    lines = [f"{i:>2} {s.splitlines()[0] if s else ''}{'  <-- first wrong step' if i == mark else ''}"
+             for i, s in enumerate(ex["steps"])]
+    return f"{ex['problem']}\n\nproxy {ex['proxy']:.3f}{'' if ex['answered'] else ', no answer'}\n" + "\n".join(lines)
+
+
+def examples_markdown(summary: dict) -> str:
+    """The highest-proxy wrong samples at the end of each reward's first-seed run, as markdown."""
+    return "\n\n".join(f"*{reward}*:\n\n```\n{example_text(r['examples'][0])}\n```"
+                       for reward, r in summary["rl"].items() if r["examples"])
+
+
+def section_html(summary: dict, figure_path: Path) -> str:
+    from prmkit.evaluate.html import figure, table
+
+    c = summary["config"]
+    intro = (f"<p>The policy is the lab's base model; the gold reward is the oracle. Per seed, a PRM and an ORM learn "
+             f"from each label budget ({', '.join(f'{b:,}' for b in c['budgets'])} solutions of the policy's own samples: "
+             f"simulated step labels, and the same solutions' final-answer grades), {summary['rm_steps']} steps each. "
+             f"Best-of-N ranks {html.escape(summary['bon_pool'])} by each (exact estimator, N = 1 .. {c['bon_samples']:,}, "
+             f"KL_bon = log N - (N-1)/N). RL is GRPO (TRL's GRPOTrainer) with a KL penalty of {c['rl']['beta']} to the "
+             f"base, {c['rl']['steps']} steps of {c['rl']['prompts_per_step']} prompts x {c['rl']['group']} samples, "
+             f"measured on {html.escape(summary['rl_eval'])}. Seeds {', '.join(map(str, summary['seeds']))}; 95% "
+             f"intervals over seeds then problems (fits: over problems). Proxy and gold <i>part</i> at the first "
+             f"evaluation where gold is {100 * HACK_MARGIN:.0f} points below its peak while the proxy is above its "
+             f"value there.</p>")
+    examples = "".join(f"<p><b>{html.escape(reward)}</b></p><pre>{html.escape(example_text(r['examples'][0]))}</pre>"
+                       for reward, r in summary["rl"].items() if r["examples"])
+    return "\n".join([
+        "<h2>Study: optimisation pressure against the oracle</h2>", intro,
+        "<h3>Best-of-N</h3>", table(*bon_rows(summary)),
+        "<h3>RL against each reward</h3>", table(*rl_rows(summary)),
+        "<h3>Hacking detectors (start → end of RL)</h3>", table(*detector_rows(summary)),
+        "<h3>Cost</h3>", table(*wall_rows(summary)),
+        figure(Path(figure_path)), f"<p>{html.escape(findings(summary))}</p>",
+        (f"<details><summary>highest-proxy wrong samples at the end of RL (seed {summary['seeds'][0]})</summary>"
+         f"{examples}</details>")])
+
+
+def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
+    """``figures/pressure.png``, ``section.html`` and the standalone ``report.html``."""
+    fig = plot(summary, root / "figures" / "pressure.png")
+    write_study_pages(root, f"prmkit lab study pressure: preset {cfg.name}", section_html(summary, Path(fig)), cfg,
+                      summary["timings"], command)
+
+
+__all__ = [
+    "bon_rows",
+    "detector_rows",
+    "examples_markdown",
+    "findings",
+    "plot",
+    "rl_rows",
+    "section_html",
+    "wall_rows",
+    "write_outputs",
+]

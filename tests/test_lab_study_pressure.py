@@ -1,0 +1,70 @@
+"""``prmkit lab study pressure`` at its quick size: every stage runs, the summary holds what the report needs,
+the numbers are measured (not constant), and a rerun recomputes nothing."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+pytest.importorskip("trl")
+
+
+def test_the_study_refuses_the_rule_based_policy_and_unknown_rewards(tmp_path):
+    from prmkit.lab.study.config import study_preset
+    from prmkit.lab.study.pressure import run_study
+
+    cfg = study_preset("pressure", "quick")
+    with pytest.raises(ValueError, match="policy=lm"):
+        run_study(cfg.replace({"policy": "rules"}), [0], tmp_path, progress=False)
+    with pytest.raises(ValueError, match="unknown pressure.rewards"):
+        run_study(cfg.replace({"pressure.rewards": "prm-max"}), [0], tmp_path, progress=False)
+
+
+def test_detectors_read_the_oracle():
+    from prmkit.lab.study.pressure_measure import detectors
+    from prmkit.schema import Problem
+
+    p = Problem("Start at 10.\nA + 2\nB - 1\nWhat is the final value?", answer="11")
+    right = ["A + 2 : 10 + 2 = 12", "B - 1 : 12 - 1 = 11", "# Answer\n\n11"]
+    lucky = ["A + 2 : 10 + 2 = 13", "B - 1 : 12 - 1 = 11", "# Answer\n\n11"]  # a wrong step, a right answer
+    padded = ["check : 10", "check : 10", "A + 2 : 10 + 2 = 12", "B - 1 : 12 - 1 = 11"]  # no answer
+    d = detectors([p, p, p], [right, lucky, padded], [[0.9, 0.9, 0.9], [0.2, 0.3, 0.9], [0.9, 0.9, 0.9, 0.9]])
+    assert d["gold"] == pytest.approx(2 / 3) and d["right_answer_wrong_step"] == 0.5
+    assert d["answerless"] == pytest.approx(1 / 3) and d["checks"] == pytest.approx(2 / 3)
+    assert d["steps"] == pytest.approx(10 / 3) and d["prm_step_auroc"] == 1.0
+
+
+@pytest.mark.slow
+def test_quick_pressure_study_end_to_end(tmp_path):
+    from prmkit.lab.study.config import study_preset
+    from prmkit.lab.study.pressure import run_study
+
+    cfg = study_preset("pressure", "quick")
+    summary = run_study(cfg, [0], tmp_path, jobs=1, progress=False, log=lambda *_: None)
+    root = tmp_path / "study-pressure"
+    assert (root / "report.html").is_file() and (root / "figures" / "pressure.png").is_file()
+    assert json.loads((root / "summary.json").read_text())["rl"].keys() == summary["rl"].keys()
+    pc = cfg.pressure
+    bon = summary["bon"]
+    assert bon["n"][0] == 1 and bon["n"][-1] == pc.bon_samples
+    assert np.all(np.diff(bon["sqrt_kl"]) > 0) and bon["sqrt_kl"][0] == 0.0
+    for column, m in bon["budgets"][str(pc.budgets[0])].items():
+        gold = [c["mean"] for c in m["gold"]]
+        assert all(0 <= g <= 1 for g in gold), column
+        proxy = [c["mean"] for c in m["proxy"]]
+        assert proxy[-1] >= proxy[0] - 1e-9, f"{column}: best-of-N must not lower its own proxy ({proxy})"
+        assert math.isfinite(m["fit"]["alpha"])
+    assert set(summary["rl"]) == set(pc.rewards)
+    for reward, r in summary["rl"].items():
+        assert r["steps"] == [0, 2, 4], reward
+        assert r["mean"]["kl"][0] == pytest.approx(0.0, abs=1e-4), "the policy starts as the base"
+        assert r["mean"]["kl"][-1] != r["mean"]["kl"][0], f"{reward}: the policy never moved"
+        assert len(r["trl"]) == pc.rl.steps and all(math.isfinite(h["reward"]) for h in r["trl"])
+        assert 0 <= r["detectors"]["answerless"]["end"] <= 1
+    # a rerun finds every job finished and writes the same numbers
+    again = run_study(cfg, [0], tmp_path, jobs=1, progress=False, log=lambda *_: None)
+    assert all(t["ran"] == 0 for t in again["timings"].values())
+    assert json.dumps(again["rl"]) == json.dumps(summary["rl"])  # (a detector with no case yet is NaN)

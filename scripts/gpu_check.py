@@ -194,7 +194,7 @@ def rl(out: Path, gpus: int, steps: int = 5) -> dict:
                             str(out / "rl"), cpu=not gpus)
     rows = [h for h in history if "reward" in h]
     return {"wall_seconds": round(time.perf_counter() - start, 1), "steps": len(rows),
-            "seconds_per_step": round(sum(h["step_time"] for h in rows) / len(rows), 2),
+            "seconds_per_step": round(sum(h["step_time"] for h in rows) / max(1, len(rows)), 2),
             "completions_per_step": cfg.batch, "reward": [round(h["reward"], 4) for h in rows]}
 
 

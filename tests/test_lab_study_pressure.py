@@ -37,6 +37,28 @@ def test_detectors_read_the_oracle():
     assert d["steps"] == pytest.approx(10 / 3) and d["prm_step_auroc"] == 1.0
 
 
+def test_bon_curves_follow_each_problem_whatever_the_file_order():
+    from prmkit.lab.oracle import oracle_label
+    from prmkit.lab.study.pressure_measure import bon_curves
+    from prmkit.schema import Problem, Solution
+
+    a = Problem("Start at 10.\nA + 2\nWhat is the final value?", answer="12", id="a")
+    b = Problem("Start at 5.\nA - 1\nWhat is the final value?", answer="4", id="b")
+    right_a = Solution.from_steps(a, ["A + 2 : 10 + 2 = 12", "# Answer\n\n12"])
+    lucky_a = Solution.from_steps(a, ["A + 2 : 10 + 2 = 11", "# Answer\n\n12"])
+    wrong_b = Solution.from_steps(b, ["A - 1 : 5 - 1 = 3", "# Answer\n\n3"])
+    right_b = Solution.from_steps(b, ["A - 1 : 5 - 1 = 4", "# Answer\n\n4"])
+    sols = [oracle_label(s) for s in (right_a, wrong_b, lucky_a, right_b)]  # interleaved: a, b, a, b (and graded)
+    scores = {"good": np.array([0.9, 0.1, 0.2, 0.8]), "lucky": np.array([0.1, 0.9, 0.8, 0.2])}
+    c = bon_curves(sols, scores, [1, 2])
+    np.testing.assert_allclose(c["columns"]["good"]["gold"][:, 1], [1, 1])  # problems in order a, b
+    np.testing.assert_allclose(c["columns"]["good"]["valid"][:, 1], [1, 1])
+    np.testing.assert_allclose(c["columns"]["lucky"]["gold"][:, 1], [1, 0])  # a's lucky pick is right, b's wrong
+    np.testing.assert_allclose(c["columns"]["lucky"]["valid"][:, 1], [0, 0])
+    np.testing.assert_allclose(c["columns"]["good"]["gold"][:, 0], [1, 0.5])
+    assert c["sqrt_kl"][0] == 0.0
+
+
 @pytest.mark.slow
 def test_quick_pressure_study_end_to_end(tmp_path):
     from prmkit.lab.study.config import study_preset
@@ -61,7 +83,7 @@ def test_quick_pressure_study_end_to_end(tmp_path):
     for reward, r in summary["rl"].items():
         assert r["steps"] == [0, 2, 4], reward
         assert r["mean"]["kl"][0] == pytest.approx(0.0, abs=1e-4), "the policy starts as the base"
-        assert r["mean"]["kl"][-1] != r["mean"]["kl"][0], f"{reward}: the policy never moved"
+        assert abs(r["mean"]["kl"][-1]) > 1e-3, f"{reward}: the policy never moved"
         assert len(r["trl"]) == pc.rl.steps and all(math.isfinite(h["reward"]) for h in r["trl"])
         assert 0 <= r["detectors"]["answerless"]["end"] <= 1
     # a rerun finds every job finished and writes the same numbers

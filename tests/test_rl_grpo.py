@@ -77,20 +77,32 @@ def test_rollouts_are_seeded_per_call_and_sample(tiny_lm):
     a = rollout(prompts, trainer)
     assert set(a) >= {"prompt_ids", "completion_ids", "logprobs", "steps", "text"}
     assert len(a["completion_ids"]) == 3 and a["prompt_ids"][0] == rollout.prompt_ids("1 + 1 =")
-    assert rollout_seed(0, 0, "x", 0) != rollout_seed(0, 1, "x", 0) != rollout_seed(0, 0, "x", 1)
+    seeds = {rollout_seed(0, 0, "x", 0), rollout_seed(0, 1, "x", 0), rollout_seed(0, 0, "x", 1), rollout_seed(1, 0, "x", 0)}
+    assert len(seeds) == 4
     assert rollout.calls == 1
     b = Rollout(tok, FMT, RLConfig(max_new_tokens=6))(prompts, trainer)
     assert a["completion_ids"] == b["completion_ids"], "the same seed and call gave other samples"
 
 
-def test_the_kl_estimate_of_a_model_against_itself_is_zero(tiny_lm):
+def test_sequence_logprobs_sum_the_completion_tokens_and_give_a_kl_estimate(tiny_lm):
+    import torch
     import transformers
 
     model = transformers.AutoModelForCausalLM.from_pretrained(tiny_lm).eval()
     prompts, completions = [[1, 5, 9], [1, 7]], [[4, 4, 2], [3]]
     lp = sequence_logprobs(model, prompts, completions, batch_size=1)
-    assert lp.shape == (2,) and np.all(lp < 0)
+    for i, (p, c) in enumerate(zip(prompts, completions)):  # the reference: one token at a time
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([p + c])).logits[0].float()
+        want = sum(float(torch.log_softmax(logits[len(p) - 1 + t], -1)[tok]) for t, tok in enumerate(c))
+        assert lp[i] == pytest.approx(want, abs=1e-4)
     np.testing.assert_allclose(lp, sequence_logprobs(model, prompts, completions, batch_size=2), atol=1e-5)
+    other = transformers.AutoModelForCausalLM.from_pretrained(tiny_lm).eval()
+    with torch.no_grad():
+        for w in other.parameters():
+            w.mul_(1.5)
+    assert np.all(lp - sequence_logprobs(model, prompts, completions) == 0)
+    assert np.any(lp - sequence_logprobs(other, prompts, completions) != 0)
 
 
 def test_the_config_refuses_what_grpo_cannot_do():
@@ -98,4 +110,6 @@ def test_the_config_refuses_what_grpo_cannot_do():
         RLConfig(group=1)
     with pytest.raises(ValueError, match="beta"):
         RLConfig(beta=-1)
+    with pytest.raises(ValueError, match="warmup"):
+        RLConfig(warmup_steps=-1)
     assert RLConfig(prompts_per_step=3, group=4).batch == 12

@@ -16,8 +16,12 @@ without replacement, the top score picked. With distinct scores the pick sits at
 with probability ``p_k = C(k-1, n-1) / C(m, n)`` and its KL from the uniform pick is
 ``sum_k p_k log(m p_k)`` (:func:`exact_kl_bon`), which is ``log m`` at ``n = m``; with replacement
 ``p_k = (k/m)^n - ((k-1)/m)^n`` (:func:`exact_kl_bon_with_replacement`). Both tend to ``KL_bon(n)`` as
-``m`` grows; without replacement the excess is about ``(n-1)/(2m)``, so a pool of 64 read at N = 64 has
-KL ``log 64 = 4.16``, not ``KL_bon(64) = 3.17``. :func:`bon_expected` gives the expected value of any
+``m`` grows; without replacement the excess is about ``(n-1)/(2m)`` for ``n`` much below ``m``, and at
+``n = m`` the KL from the *pool* is ``log m`` (4.16 for 64, against ``KL_bon(64) = 3.17``). That is the KL
+from the empirical pool, not from the policy: an ``n``-subset of ``m`` independent samples is ``n``
+independent samples, so the exact estimator's expectation over pools is true best-of-``n`` of the policy,
+whose KL from it is ``KL_bon(n)``; curves of that estimate are drawn against ``sqrt(KL_bon(n))``, as
+Gao et al. draw theirs. :func:`bon_expected` gives the expected value of any
 per-sample quantity under the pick (the gold curve), :func:`fit_gao` and :func:`bootstrap_fit` fit the
 laws, :func:`where_peak` reads the measured peak.
 

@@ -13,7 +13,7 @@ What prmkit adds around it:
   estimate of KL(policy || initial) on held-out samples (:func:`sequence_logprobs`), the x axis of
   over-optimisation curves (Gao, Schulman and Hilton, 2022).
 - **An evaluation hook** called before the first step and every ``eval_every`` steps with the live model
-  (:class:`EvalCallback`): the lab passes one that measures gold, proxy, KL and the hacking detectors.
+  (:func:`eval_callback`): the lab passes one that measures gold, proxy, KL and the hacking detectors.
 
 >>> RLConfig().group, RLConfig(steps=3).steps
 (8, 3)
@@ -41,7 +41,8 @@ class RLConfig:
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of rollouts"})
     max_new_tokens: int = field(default=160, metadata={"help": "most tokens per completion"})
     loss_type: str = field(default="grpo", metadata={"help": "TRL's loss_type (grpo, dapo, dr_grpo, ...)"})
-    eval_every: int = field(default=10, metadata={"help": "optimiser steps between evaluations (0: only at the end)"})
+    eval_every: int = field(default=10, metadata={
+        "help": "optimiser steps between evaluations (0: only before the first step and after the last)"})
     seed: int = field(default=0, metadata={"help": "seed of the trainer and of every rollout"})
 
     def __post_init__(self):
@@ -51,8 +52,8 @@ class RLConfig:
             raise ValueError("rl.group must be at least 2: GRPO's advantage is relative to the group")
         if self.beta < 0 or self.lr <= 0 or self.temperature <= 0:
             raise ValueError("rl.beta must be >= 0, rl.lr and rl.temperature positive")
-        if self.eval_every < 0:
-            raise ValueError("rl.eval_every must be 0 or positive")
+        if self.eval_every < 0 or self.warmup_steps < 0:
+            raise ValueError("rl.eval_every and rl.warmup_steps must be 0 or positive")
 
     @property
     def batch(self) -> int:
@@ -91,7 +92,8 @@ class Rollout:
 
 
 def rollout_seed(seed: int, call: int, prompt: str, j: int) -> int:
-    """The seed of completion ``j`` of rollout call ``call``: fixed by the run's seed, never by batch layout."""
+    """The seed of row ``j`` (its place in the batch TRL hands over) of rollout call ``call``, with its prompt:
+    fixed by the run's seed and TRL's own (seeded) batch order, so a run repeats."""
     from prmkit.generate.backend import sample_seed
 
     return sample_seed(seed, f"rl-{call}", [prompt], j)
@@ -143,30 +145,28 @@ def sequence_logprobs(model, prompt_ids: list[list[int]], completion_ids: list[l
     return np.asarray(out)
 
 
-class EvalCallback:
+def eval_callback(hook, every: int, last: int):
     """A ``transformers.TrainerCallback`` calling ``hook(step, model)`` before the first optimiser step, every
-    ``every`` steps and after the last; what the hook returns is kept in ``records``."""
+    ``every`` steps and after the last (step ``last``); what the hook returns is kept in ``.records``."""
+    import transformers
 
-    def __new__(cls, hook, every: int, last: int):
-        import transformers
+    class _Callback(transformers.TrainerCallback):
+        def __init__(self):
+            self.records, self.done = [], set()
 
-        class _Callback(transformers.TrainerCallback):
-            def __init__(self):
-                self.records, self.done = [], set()
+        def _at(self, step, model):
+            if step not in self.done:
+                self.done.add(step)
+                self.records.append(hook(step, model))
 
-            def _at(self, step, model):
-                if step not in self.done:
-                    self.done.add(step)
-                    self.records.append(hook(step, model))
+        def on_train_begin(self, args, state, control, model=None, **kw):
+            self._at(0, model)
 
-            def on_train_begin(self, args, state, control, model=None, **kw):
-                self._at(0, model)
+        def on_step_end(self, args, state, control, model=None, **kw):
+            if (every and state.global_step % every == 0) or state.global_step == last:
+                self._at(state.global_step, model)
 
-            def on_step_end(self, args, state, control, model=None, **kw):
-                if (every and state.global_step % every == 0) or state.global_step == last:
-                    self._at(state.global_step, model)
-
-        return _Callback()
+    return _Callback()
 
 
 def grpo_args(cfg: RLConfig, out_dir: str, cpu: bool = True):
@@ -196,7 +196,7 @@ def train_grpo(model, tokenizer, fmt, problems: list[dict], rewards: list, cfg: 
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental by TRL
     rows = [{"prompt": p["problem"], **p} for p in problems]
-    callback = EvalCallback(hook, cfg.eval_every, cfg.steps) if hook else None
+    callback = eval_callback(hook, cfg.eval_every, cfg.steps) if hook else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=grpo_args(cfg, out_dir, cpu),
@@ -208,5 +208,14 @@ def train_grpo(model, tokenizer, fmt, problems: list[dict], rewards: list, cfg: 
     return trainer.state.log_history, (callback.records if callback else [])
 
 
-__all__ = ["EvalCallback", "RLConfig", "Rollout", "completion_steps", "grpo_args", "rollout_seed", "sample_rows",
-           "sequence_logprobs", "train_grpo"]
+__all__ = [
+    "RLConfig",
+    "Rollout",
+    "completion_steps",
+    "eval_callback",
+    "grpo_args",
+    "rollout_seed",
+    "sample_rows",
+    "sequence_logprobs",
+    "train_grpo",
+]

@@ -259,7 +259,8 @@ class PressureConfig:
     bon_samples: int = field(default=4096, metadata={"help": "samples per best-of-N problem (the largest N)"})
     rewards: tuple[str, ...] = field(default=("orm", "prm-min", "prm-product", "prm-sum", "prm-last",
                                               "prm-min+answer"), metadata={"help": "rewards RL optimises"})
-    rl: RLConfig = field(default_factory=lambda: RLConfig(steps=60), metadata={"help": "each GRPO run"})
+    rl: RLConfig = field(default_factory=RLConfig, metadata={"help": "each GRPO run (temperature 1: the KL estimate "
+                                                                      "reads the policy's own distribution)"})
     rl_problems: int = field(default=480, metadata={"help": "training problems RL prompts with (none labelled)"})
     rl_eval_problems: int = field(default=48, metadata={"help": "held-out problems RL is measured on"})
     rl_eval_samples: int = field(default=4, metadata={"help": "samples per held-out problem at each evaluation"})
@@ -284,7 +285,8 @@ class PressureConfig:
     def quick(cls) -> PressureConfig:
         return cls(budgets=(200,), train_problems=50, bon_problems=6, bon_samples=64,
                    rewards=("orm", "prm-min", "prm-sum"), rl_problems=24, rl_eval_problems=6, rl_eval_samples=2,
-                   rm_steps=40, restarts=1, rl=RLConfig(steps=4, prompts_per_step=4, group=4, eval_every=2, max_new_tokens=128))
+                   rm_steps=40, restarts=1, rl=RLConfig(steps=4, prompts_per_step=4, group=4, eval_every=2, warmup_steps=1,
+                                                            max_new_tokens=128))
 
 
 # The synthetic-supervision study's arms: how small reward models are supervised, and what they are.

@@ -46,7 +46,7 @@ VERSION = 1
 
 # --- jobs ------------------------------------------------------------------------------------------------
 
-def job_data(out: Path, cfg, seed: int, progress: bool = False) -> dict:
+def job_data(out: Path, cfg, seed: int, progress: bool = False, device: str = "auto") -> dict:
     """The labelled pool and its budget prefixes, the best-of-N pool, the RL prompts and evaluation problems."""
     from prmkit.io import write_records
     from prmkit.lab.domain import make_problems
@@ -55,28 +55,17 @@ def job_data(out: Path, cfg, seed: int, progress: bool = False) -> dict:
 
     init_worker()
     pc = cfg.pressure
-    pool = generate_pool(cfg, seed, "train", pc.train_problems, pc.samples_per_problem)
+    pool = generate_pool(cfg, seed, "train", pc.train_problems, pc.samples_per_problem, device=device)
     pool = [pool[i] for i in np.random.default_rng([seed, 23]).permutation(len(pool))]
     labelled = label(pool, cfg.labellers, seed)
     for b in pc.budgets:
         write_records(out / f"train-{b}.jsonl.gz", labelled[:b])
-    write_records(out / "bon.jsonl.gz", generate_pool(cfg, seed, "eval", pc.bon_problems, pc.bon_samples))
+    write_records(out / "bon.jsonl.gz", generate_pool(cfg, seed, "eval", pc.bon_problems, pc.bon_samples, device=device))
     rl = make_problems(cfg.domain, pc.train_problems + pc.rl_problems, seed, "train")[pc.train_problems:]
     held = make_problems(cfg.domain, pc.bon_problems + pc.rl_eval_problems, seed, "eval")[pc.bon_problems:]
-    write_problems(out / "rl-train.jsonl", rl)
-    write_problems(out / "rl-eval.jsonl", held)
+    write_records(out / "rl-train.jsonl", rl)
+    write_records(out / "rl-eval.jsonl", held)
     return {"pool": len(pool), "bon": pc.bon_problems * pc.bon_samples, "rl_problems": len(rl)}
-
-
-def write_problems(path: Path, problems) -> None:
-    with open(path, "w") as f:
-        f.writelines(json.dumps(dataclasses.asdict(p)) + "\n" for p in problems)
-
-
-def read_problems(path: Path) -> list:
-    from prmkit.schema import Problem
-
-    return [Problem(**json.loads(line)) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
 def lab_answer_check(by_text: dict):
@@ -85,7 +74,9 @@ def lab_answer_check(by_text: dict):
     from prmkit.lab.oracle import extract_answer, grade_answer
 
     def check(problem: str, completion, steps=None, **row):
-        return grade_answer(by_text[problem], extract_answer(list(steps or []))) == "correct"
+        if steps is None:  # without the rollout's steps every answer would read as missing: never silently 0
+            raise ValueError("the lab's answer check needs the 'steps' column (prmkit.rl.grpo's rollouts pass it)")
+        return grade_answer(by_text[problem], extract_answer(list(steps))) == "correct"
 
     return check
 
@@ -149,18 +140,21 @@ def per_problem(values: list, samples: int) -> list[float]:
 
 
 def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, data_dir: str, rm_dirs: dict,
-           progress: bool = False) -> dict:
+           progress: bool = False, device: str = "auto") -> dict:
     """One GRPO run of the policy against ``reward``; writes ``log.json`` (evaluation records, TRL's log)."""
     import torch
 
     from prmkit.generate.hf import Sampling
     from prmkit.generate.labgen import lab_text
+    from prmkit.io import read_problems
     from prmkit.lab.base import load_base
     from prmkit.lab.config import lab_format
     from prmkit.rl.grpo import train_grpo
     from prmkit.rl.reward import PRMReward
+    from prmkit.train.loop import torch_device
 
     init_worker()
+    dev = str(torch_device(device))
     pc = cfg.pressure
     rl = dataclasses.replace(pc.rl, seed=pc.rl.seed + seed)
     torch.manual_seed(rl.seed)
@@ -168,16 +162,18 @@ def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, data_dir: str,
     policy, tokenizer = load_base(base_dir)
     reference, _ = load_base(base_dir)
     policy.train()
-    train = read_problems(Path(data_dir) / "rl-train.jsonl")
-    held = read_problems(Path(data_dir) / "rl-eval.jsonl")
+    train = list(read_problems(Path(data_dir) / "rl-train.jsonl"))
+    held = list(read_problems(Path(data_dir) / "rl-eval.jsonl"))
     by_text = {p.problem: p for p in [*train, *held]}
-    reward_fn = make_reward(reward, rm_dirs, by_text)
-    probe = Probe(held, pc.rl_eval_samples, tokenizer, fmt, reference, reward_fn,
-                  PRMReward(rm_dirs["prm"], batch_size=64, device="cpu"),
+    reference.to(dev)
+    reward_fn = make_reward(reward, rm_dirs, by_text, dev)
+    probe = Probe(held, pc.rl_eval_samples, tokenizer, fmt, reference, make_reward(reward, rm_dirs, by_text, dev),
+                  PRMReward(rm_dirs["prm"], batch_size=64, device=dev),
                   Sampling(max_new_tokens=rl.max_new_tokens, temperature=rl.temperature))
     start = time.perf_counter()
     history, records = train_grpo(policy, tokenizer, fmt, [{"problem": p.problem, "answer": p.answer} for p in train],
-                                  [reward_fn], rl, str(out / "trl"), hook=probe, detokenize=lab_text)
+                                  [reward_fn], rl, str(out / "trl"), hook=probe, detokenize=lab_text,
+                                  cpu=not dev.startswith("cuda"))
     seconds = round(time.perf_counter() - start, 1)
     examples = worst(held, pc.rl_eval_samples, probe.last)
     log = {"reward": reward, "records": records, "history": trl_rows(history), "seconds": seconds,
@@ -224,6 +220,9 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
     pc = cfg.pressure
     if cfg.policy != "lm":
         raise ValueError("the pressure study optimises the lab's base model: run it with policy=lm")
+    if pc.rl.temperature != 1.0:
+        raise ValueError("pressure.rl.temperature must be 1: the KL estimate reads the policy's own distribution, "
+                         "which a tempered sampler does not draw from")
     unknown = [r for r in pc.rewards if r not in REWARDS]
     if unknown:
         raise ValueError(f"unknown pressure.rewards {unknown} (expected some of {', '.join(REWARDS)})")
@@ -242,7 +241,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         dkey = {s: key_of(bkey, cfg.domain, cfg.labellers, pc.train_problems, pc.samples_per_problem, pc.budgets,
                           pc.bon_problems, pc.bon_samples, pc.rl_problems, pc.rl_eval_problems, s, VERSION)
                 for s in seeds}
-        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, inner) for s in seeds])
+        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, inner, device) for s in seeds])
         rkey = {}
         calls = []
         for s in seeds:
@@ -259,7 +258,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                 rm_dirs = {k: str(sd[s] / rm_name(k, top) / "model") for k in ("prm", "orm")}
                 key = key_of(rkey[s, "prm", top], rkey[s, "orm", top], reward, pc.rl, pc.rl_eval_samples, VERSION)
                 calls.append((str(sd[s] / f"rl-{reward}"), key, job_rl, cfg, s, reward, base_dir,
-                              str(sd[s] / "data"), rm_dirs, inner))
+                              str(sd[s] / "data"), rm_dirs, inner, device))
         runner.stage("rl", calls)
     finally:
         runner.close()

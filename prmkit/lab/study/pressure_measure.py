@@ -1,7 +1,7 @@
 """What the optimisation-pressure study measures on a policy's samples, against the oracle.
 
 - :func:`detectors`: the hacking detectors of one batch of samples: gold (the answer is right), the
-  oracle's step validity (every step valid), right answers reached through a wrong step, steps and neutral
+  oracle's step validity (an answer, and every step valid), right answers reached through a wrong step, steps and neutral
   ``check`` lines per solution, answerless samples, and the PRM's step AUROC against the oracle on these
   samples (does the PRM stay calibrated off the distribution it was trained on?).
 - :func:`bon_curves`: best-of-N of a scored pool as optimisation pressure: the chosen sample's gold,
@@ -31,7 +31,8 @@ def oracle_rows(problems, step_lists) -> list[dict]:
         rows.append({"ratings": [lab.rating for lab in labels], "gold": grade_answer(problem, answer) == "correct",
                      "answered": answer is not None, "steps": len(steps),
                      "checks": sum(lab.reason == "neutral check" for lab in labels),
-                     "valid": bool(labels) and all(lab.rating >= 0 for lab in labels)})
+                     # a valid solution answers: check lines alone are valid steps but solve nothing
+                     "valid": answer is not None and all(lab.rating >= 0 for lab in labels)})
     return rows
 
 

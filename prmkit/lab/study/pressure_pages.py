@@ -164,10 +164,19 @@ def plot(summary: dict, path: Path) -> str:
     return save_figure(fig, path)
 
 
+EXAMPLE_STEPS = 12
+"""Steps an example shows (a padded solution can have dozens)."""
+
+
 def example_text(ex: dict) -> str:
+    """One example as plain text: the problem, the proxy, and its steps (one line each) with the oracle's
+    first wrong step marked."""
     mark = ex["first_wrong_step"]
-    lines = [f"{i:>2} {s.splitlines()[0] if s else ''}{'  <-- first wrong step' if i == mark else ''}"
-             for i, s in enumerate(ex["steps"])]
+    steps = ex["steps"]
+    lines = [f"{i:>2} {' '.join(s.split())}{'  <-- first wrong step' if i == mark else ''}"
+             for i, s in enumerate(steps[:EXAMPLE_STEPS])]
+    if len(steps) > EXAMPLE_STEPS:
+        lines.append(f"   ... {len(steps) - EXAMPLE_STEPS} more steps")
     return f"{ex['problem']}\n\nproxy {ex['proxy']:.3f}{'' if ex['answered'] else ', no answer'}\n" + "\n".join(lines)
 
 

@@ -60,7 +60,7 @@ def bon_summary(pc, seeds: list[int], root: Path) -> dict:
             units = curves["gold"].reshape(-1, len(ns))
             fit = bootstrap_fit(d, units, "bon", n_boot=500, seed=0)
             mean = units.mean(axis=0)
-            peak = int(np.argmax(mean))
+            peak = int(np.nanargmax(mean))
             models[column] = {
                 **{m: [mean_ci(curves[m][:, :, i], n_boot=500) for i in range(len(ns))] for m in curves},
                 "fit": fit, "peak_n": ns[peak], "peak_gold": float(mean[peak]),
@@ -78,9 +78,20 @@ def seed_bon(seed_dir: Path, budget: int, ns: list[int]) -> dict:
 
     prm = list(read_solutions(seed_dir / f"rm-prm-{budget}" / "scored-bon.jsonl.gz"))
     orm = list(read_solutions(seed_dir / f"rm-orm-{budget}" / "scored-bon.jsonl.gz"))
-    scores = {c: np.array([s.scores.get(c, np.nan) for s in prm], dtype=float) for c in PRM_COLUMNS}
-    scores["orm"] = np.array([s.scores.get("orm", np.nan) for s in orm], dtype=float)
+    if [s.id for s in prm] != [s.id for s in orm]:
+        raise ValueError(f"{seed_dir}: the PRM's and the ORM's scored best-of-N pools hold other samples")
+    scores = {c: column(prm, c, seed_dir / f"rm-prm-{budget}") for c in PRM_COLUMNS}
+    scores["orm"] = column(orm, "orm", seed_dir / f"rm-orm-{budget}")
     return bon_curves(prm, scores, ns)
+
+
+def column(solutions, name: str, where: Path) -> np.ndarray:
+    """Every solution's score ``name``; a score no solution has is an error (a column of NaNs would rank
+    nothing and read as a curve of zeros)."""
+    values = np.array([s.scores.get(name, np.nan) for s in solutions], dtype=float)
+    if np.isnan(values).all():
+        raise ValueError(f"{where}: no solution has the score {name!r} (the reward model's aggregations?)")
+    return values
 
 
 # --- RL ------------------------------------------------------------------------------------------------
@@ -95,8 +106,6 @@ def rl_summary(pc, seeds: list[int], root: Path) -> dict:
 
 def reward_summary(logs: list[dict]) -> dict:
     """One reward's RL runs (one log per seed): curves, fit, peak, parting and detectors."""
-    from prmkit.evaluate.pressure import fit_gao
-
     steps = [r["step"] for r in logs[0]["records"]]
     table = {k: np.array([[r[k] for r in log["records"]] for log in logs], dtype=float) for k in DETECTORS}
     gold = np.array([[r["gold_per_problem"] for r in log["records"]] for log in logs])  # [seeds, evals, problems]
@@ -105,7 +114,7 @@ def reward_summary(logs: list[dict]) -> dict:
         warnings.simplefilter("ignore", RuntimeWarning)
         mean = {k: np.nanmean(v, axis=0).tolist() for k, v in table.items()}
     peak = int(np.nanargmax(mean["gold"]))
-    fit = rl_fit(sqrt_kl, gold, fit_gao)
+    fit = rl_fit(sqrt_kl, gold)
     change = mean_ci(gold[:, -1] - gold[:, 0], n_boot=500)
     return {"steps": steps, "mean": mean, "per_seed": {k: v.tolist() for k, v in table.items()},
             "sqrt_kl": sqrt_kl.mean(axis=0).tolist(), "fit": fit, "peak_step": steps[peak],
@@ -116,22 +125,28 @@ def reward_summary(logs: list[dict]) -> dict:
             "trl": logs[0]["history"]}
 
 
-def rl_fit(sqrt_kl: np.ndarray, gold: np.ndarray, fit, n_boot: int = 500, seed: int = 0) -> dict:
-    """Gao's RL form on every (seed, evaluation) point, gain relative to each seed's start; 95% intervals
-    by resampling evaluation problems (the same draw for every point)."""
+def rl_fit(sqrt_kl: np.ndarray, gold: np.ndarray, n_boot: int = 500, seed: int = 0) -> dict:
+    """Gao's RL form on every (seed, evaluation) point, gain relative to each seed's start; 95% intervals by
+    resampling each seed's evaluation problems (the same draw for all of that seed's evaluations: one
+    problem's samples move together along training)."""
+    from prmkit.evaluate.pressure import fit_gao
+
     d = sqrt_kl.reshape(-1)
 
     def one(g):
         means = g.mean(axis=-1)  # [seeds, evals]
-        return fit(d, (means - means[:, :1]).reshape(-1), "rl")
+        return fit_gao(d, (means - means[:, :1]).reshape(-1), "rl")
 
     point = one(gold)
     rng = np.random.default_rng(seed)
-    problems = gold.shape[-1]
-    boots = [one(gold[..., rng.integers(0, problems, problems)]) for _ in range(n_boot)]
+    seeds, _, problems = gold.shape
+    boots = [one(np.stack([gold[s][:, rng.integers(0, problems, problems)] for s in range(seeds)]))
+             for _ in range(n_boot)]
     ci = {k: [float(np.nanquantile([b[k] for b in boots], q)) for q in (0.025, 0.975)] for k in ("alpha", "beta")}
     peaks = np.array([b["peak_d"] for b in boots], dtype=float)
+    finite = peaks[np.isfinite(peaks)]
     return {**point, "alpha_ci": ci["alpha"], "beta_ci": ci["beta"],
+            "peak_d_ci": [float(np.quantile(finite, q)) for q in (0.025, 0.975)] if finite.size else [None, None],
             "no_peak_frac": float(np.mean(~np.isfinite(peaks)))}
 
 
@@ -151,5 +166,5 @@ def parting(steps: list[int], gold: list[float], proxy: list[float], margin: flo
     return None
 
 
-__all__ = ["DETECTORS", "HACK_MARGIN", "PRM_COLUMNS", "bon_summary", "parting", "reward_summary", "rl_fit",
+__all__ = ["DETECTORS", "HACK_MARGIN", "PRM_COLUMNS", "bon_summary", "column", "parting", "reward_summary", "rl_fit",
            "rl_summary", "seed_bon", "summarise"]

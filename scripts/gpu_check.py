@@ -30,6 +30,7 @@ What it does, each stage timed and written to ``OUT/gpu_check.json``:
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
@@ -190,8 +191,9 @@ def rl(out: Path, gpus: int, steps: int = 5) -> dict:
     problems = list(dict.fromkeys(s.problem.problem for s in read_solutions(out / "heldout.jsonl")))
     cfg = RLConfig(steps=steps, prompts_per_step=16, group=8, max_new_tokens=96, eval_every=0)
     start = time.perf_counter()
-    history, _ = train_grpo(model, tok, reward.scorer.fmt, [{"problem": p} for p in problems], [reward], cfg,
-                            str(out / "rl"), cpu=not gpus)
+    fmt = dataclasses.replace(reward.scorer.fmt, marker="")  # the policy writes a step per line, with no marker token
+    history, _ = train_grpo(model, tok, fmt, [{"problem": p} for p in problems], [reward], cfg, str(out / "rl"),
+                            cpu=not gpus)
     rows = [h for h in history if "reward" in h]
     return {"wall_seconds": round(time.perf_counter() - start, 1), "steps": len(rows),
             "seconds_per_step": round(sum(h["step_time"] for h in rows) / max(1, len(rows)), 2),

@@ -79,6 +79,9 @@ def test_quick_pressure_study_end_to_end(tmp_path):
         proxy = [c["mean"] for c in m["proxy"]]
         assert proxy[-1] >= proxy[0] - 1e-9, f"{column}: best-of-N must not lower its own proxy ({proxy})"
         assert math.isfinite(m["fit"]["alpha"])
+    assert set(bon["sizes"]) == set(pc.rm_sizes) == {"small"}
+    small = bon["sizes"]["small"]["prm_min"]["gold"]
+    assert small[0]["mean"] == bon["budgets"][str(pc.budgets[0])]["prm_min"]["gold"][0]["mean"]  # N=1: no ranking
     assert set(summary["rl"]) == set(pc.rewards)
     for reward, r in summary["rl"].items():
         assert r["steps"] == [0, 2, 4], reward

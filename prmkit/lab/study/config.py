@@ -238,6 +238,11 @@ class AutolabelConfig:
         return cls(train_problems=50, eval_problems=40, eval_samples=16, judge_labels=200, rm_steps=80, restarts=1)
 
 
+RM_SIZES = {"small": {"hidden_size": 64, "intermediate_size": 128, "layers": 1, "heads": 2}}
+"""Reward-model sizes beside the base's own (128 wide, 2 layers): each a base of that size pretrained on the
+same unlabelled pool, a reward model trained from it as from the lab's base."""
+
+
 @dataclass(frozen=True)
 class PressureConfig:
     """Optimisation pressure against exact truth: best-of-N up to large N, and RL against each reward.
@@ -257,6 +262,8 @@ class PressureConfig:
     bon_problems: int = field(default=8, metadata={"help": "held-out problems of the best-of-N pool (each sampled "
                                                                "bon_samples times and scored by every reward model)"})
     bon_samples: int = field(default=4096, metadata={"help": "samples per best-of-N problem (the largest N)"})
+    rm_sizes: tuple[str, ...] = field(default=("small",), metadata={
+        "help": "extra reward-model sizes (of RM_SIZES) trained at the largest budget for best-of-N"})
     rewards: tuple[str, ...] = field(default=("orm", "prm-min", "prm-product", "prm-sum", "prm-last",
                                               "prm-min+answer"), metadata={"help": "rewards RL optimises"})
     rl: RLConfig = field(default_factory=RLConfig, metadata={"help": "each GRPO run (temperature 1: the KL estimate "
@@ -274,6 +281,9 @@ class PressureConfig:
         if self.restarts < 1:
             raise ValueError(f"pressure.restarts must be at least 1, got {self.restarts}")
         object.__setattr__(self, "rewards", tuple(self.rewards))
+        object.__setattr__(self, "rm_sizes", tuple(self.rm_sizes))
+        if any(size not in RM_SIZES for size in self.rm_sizes):
+            raise ValueError(f"pressure.rm_sizes {self.rm_sizes} must be some of {', '.join(RM_SIZES)}")
         if not self.budgets or min(self.budgets) < 1 or max(self.budgets) > self.train_problems * self.samples_per_problem:
             raise ValueError(f"pressure.budgets {self.budgets} must lie in 1..train_problems x samples_per_problem")
         if min(self.bon_problems, self.bon_samples, self.rl_problems, self.rl_eval_problems, self.rl_eval_samples) < 1:
@@ -283,7 +293,7 @@ class PressureConfig:
 
     @classmethod
     def quick(cls) -> PressureConfig:
-        return cls(budgets=(200,), train_problems=50, bon_problems=6, bon_samples=64,
+        return cls(budgets=(200,), train_problems=50, bon_problems=6, bon_samples=64, rm_sizes=("small",),
                    rewards=("orm", "prm-min", "prm-sum"), rl_problems=24, rl_eval_problems=6, rl_eval_samples=2,
                    rm_steps=40, restarts=1, rl=RLConfig(steps=4, prompts_per_step=4, group=4, eval_every=2, warmup_steps=1,
                                                             max_new_tokens=128))

@@ -35,6 +35,7 @@ import numpy as np
 from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, key_of
 from prmkit.lab.stack import RL_PACKAGES, numeric_stack
 from prmkit.lab.study.core import job_train_score, study_dir, with_rm_steps, write_json
+from prmkit.lab.study.pressure_summary import rm_name
 
 NAME = "pressure"
 REWARDS = {"orm": ("orm", "last", 0.0), "prm-min": ("prm", "min", 0.0), "prm-product": ("prm", "product", 0.0),
@@ -200,16 +201,19 @@ def trl_rows(history: list[dict]) -> list[dict]:
 
 # --- the pipeline ----------------------------------------------------------------------------------------
 
+def sized(cfg, size: str):
+    """``cfg`` whose base model has the shape of ``RM_SIZES[size]`` (the same pretraining pool and steps)."""
+    from prmkit.lab.study.config import RM_SIZES
+
+    return cfg.replace({f"base.{k}": v for k, v in RM_SIZES[size].items()})
+
+
 def study_rm(cfg):
     """``cfg`` whose reward models train ``rm_steps`` steps, ``restarts`` times with the best kept on a held-out
     tenth of their own labels: the same guard for the PRM and the ORM, chosen without the oracle."""
     pc = cfg.pressure
     cfg = with_rm_steps(cfg, pc.rm_steps)
     return cfg.replace({"rm.restarts": pc.restarts, "rm.eval_fraction": 0.1 if pc.restarts > 1 else 0.0})
-
-
-def rm_name(kind: str, budget: int) -> str:
-    return f"rm-{kind}-{budget}"
 
 
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
@@ -237,7 +241,12 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
     top = max(pc.budgets)
     try:
         bkey = base_key(cfg.base, cfg, device)
-        base_dir = runner.stage("base", [(str(root / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
+        bases = [(str(root / "base"), bkey, job_base, cfg, progress, device)]
+        for size in pc.rm_sizes:
+            bases.append((str(root / f"base-{size}"), base_key(sized(cfg, size).base, sized(cfg, size), device), job_base,
+                          sized(cfg, size), progress, device))
+        base_dirs = [r["path"] for r in runner.stage("base", bases)]
+        base_dir, size_dirs = base_dirs[0], dict(zip(pc.rm_sizes, base_dirs[1:]))
         dkey = {s: key_of(bkey, cfg.domain, cfg.labellers, pc.train_problems, pc.samples_per_problem, pc.budgets,
                           pc.bon_problems, pc.bon_samples, pc.rl_problems, pc.rl_eval_problems, s, VERSION)
                 for s in seeds}
@@ -250,6 +259,12 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                     rkey[s, kind, b] = key_of(dkey[s], kind, b, cfg.rm, VERSION, RM_VERSION)
                     calls.append((str(sd[s] / rm_name(kind, b)), rkey[s, kind, b], job_train_score, kind,
                                   str(sd[s] / "data" / f"train-{b}.jsonl.gz"), cfg, s, base_dir,
+                                  {"bon": str(sd[s] / "data" / "bon.jsonl.gz")}, inner, device))
+            for size in pc.rm_sizes:  # the other sizes at the largest budget, for best-of-N only
+                for kind in ("prm", "orm"):
+                    key = key_of(dkey[s], kind, top, size, cfg.rm, VERSION, RM_VERSION)
+                    calls.append((str(sd[s] / rm_name(kind, top, size)), key, job_train_score, kind,
+                                  str(sd[s] / "data" / f"train-{top}.jsonl.gz"), cfg, s, size_dirs[size],
                                   {"bon": str(sd[s] / "data" / "bon.jsonl.gz")}, inner, device))
         runner.stage("rm", calls)
         calls = []

@@ -43,13 +43,16 @@ def bon_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """Best-of-N per budget and reward model: gold at N=1, its peak, at the largest N, and the fit."""
     b = summary["bon"]
     n_max = b["n"][-1]
-    header = ["labels", "ranked by", "gold at N=1", "peak gold (at N)", f"gold at N={n_max:,}",
+    header = ["labels", "reward model", "ranked by", "gold at N=1", "peak gold (at N)", f"gold at N={n_max:,}",
               f"step-valid at N={n_max:,}", "alpha [95% CI]", "beta [95% CI]", "fitted peak sqrt(KL)"]
+    top = max(int(x) for x in b["budgets"])
+    pairs = [(int(budget), "base size", models) for budget, models in b["budgets"].items()]
+    pairs += [(top, size, models) for size, models in b.get("sizes", {}).items()]
     rows = []
-    for budget, models in b["budgets"].items():
+    for budget, size, models in pairs:
         for column, m in models.items():
             f = m["fit"]
-            rows.append([f"{int(budget):,}", NAMES.get(column, column), _pct(m["gold_at_1"]),
+            rows.append([f"{budget:,}", size, NAMES.get(column, column), _pct(m["gold_at_1"]),
                          f"{_pct(m['peak_gold'])} ({m['peak_n']:,})", _ci(m["gold"][-1]), _ci(m["valid"][-1]),
                          f"{_num(f['alpha'], 3)} {_interval(f['alpha_ci'])}", f"{_num(f['beta'], 3)} {_interval(f['beta_ci'])}",
                          _num(f["peak_d"])])
@@ -116,6 +119,10 @@ def findings(summary: dict) -> str:
         parts.append(f"Best-of-N up to N = {n_max:,}: the PRM (min) peaks at {_pct(prm['peak_gold'])}% (N = {prm['peak_n']:,}) "
                      f"and ends at {_pct(prm['gold_at_max_n'])}%; the ORM peaks at {_pct(orm['peak_gold'])}% "
                      f"(N = {orm['peak_n']:,}) and ends at {_pct(orm['gold_at_max_n'])}%.")
+    for size, models in summary["bon"].get("sizes", {}).items():
+        p, o = models["prm_min"], models["orm"]
+        parts.append(f"The {size} reward models peak at {_pct(p['peak_gold'])}% (PRM, N = {p['peak_n']:,}) and "
+                     f"{_pct(o['peak_gold'])}% (ORM, N = {o['peak_n']:,}).")
     for reward, r in summary["rl"].items():
         change = r["gold_change"]
         verdict = ("gold rose" if change["ci95"][0] > 0 else "gold fell" if change["ci95"][1] < 0
@@ -144,6 +151,10 @@ def plot(summary: dict, path: Path) -> str:
         axes[0, 0].plot(d, gold, "o-", color=f"C{i}", label=NAMES.get(column, column), ms=3)
         axes[0, 0].fill_between(d, lo_hi[:, 0], lo_hi[:, 1], color=f"C{i}", alpha=0.12)
         axes[0, 1].plot(d, [100 * c["mean"] for c in m["proxy"]], "o-", color=f"C{i}", ms=3)
+    for size, models in b.get("sizes", {}).items():
+        for i, column in enumerate(("prm_min", "orm")):
+            axes[0, 0].plot(d, [100 * c["mean"] for c in models[column]["gold"]], "--", color="0.3" if i else "0.6",
+                            label=f"{NAMES[column]}, {size} RM", lw=1)
     axes[0, 0].set(xlabel="sqrt(KL_bon)", ylabel="gold: chosen answer right (%)",
                    title=f"best-of-N, {int(top):,} labels (N = 1 .. {b['n'][-1]:,})")
     axes[0, 1].set(xlabel="sqrt(KL_bon)", ylabel="proxy: chosen sample's score (min-max scaled, %)", title="best-of-N proxy")
@@ -192,7 +203,9 @@ def section_html(summary: dict, figure_path: Path) -> str:
     c = summary["config"]
     intro = (f"<p>The policy is the lab's base model; the gold reward is the oracle. Per seed, a PRM and an ORM learn "
              f"from each label budget ({', '.join(f'{b:,}' for b in c['budgets'])} solutions of the policy's own samples: "
-             f"simulated step labels, and the same solutions' final-answer grades), {summary['rm_steps']} steps each. "
+             f"simulated step labels, and the same solutions' final-answer grades), {summary['rm_steps']} steps each, "
+             f"the best of {summary.get('restarts', 1)} restarts on a held-out tenth of their labels; at the largest budget "
+             f"also at the sizes {html.escape(', '.join(c['rm_sizes']) or 'none')} (a base of that shape pretrained on the same pool). "
              f"Best-of-N ranks {html.escape(summary['bon_pool'])} by each (exact estimator, N = 1 .. {c['bon_samples']:,}, "
              f"KL_bon = log N - (N-1)/N). RL is GRPO (TRL's GRPOTrainer) with a KL penalty of {c['rl']['beta']} to the "
              f"base, {c['rl']['steps']} steps of {c['rl']['prompts_per_step']} prompts x {c['rl']['group']} samples, "

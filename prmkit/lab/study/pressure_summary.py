@@ -45,43 +45,60 @@ def _config(pc) -> dict:
 # --- best-of-N -------------------------------------------------------------------------------------------
 
 def bon_summary(pc, seeds: list[int], root: Path) -> dict:
-    from prmkit.evaluate.pressure import bootstrap_fit
+    """Best-of-N of every reward-model pair: each label budget (the base's size), and each extra size of
+    ``pc.rm_sizes`` at the largest budget (``sizes``)."""
     from prmkit.lab.study.pressure_measure import powers_of_two
 
     ns = powers_of_two(pc.bon_samples)
-    out = {"n": ns, "budgets": {}}
+    top = max(pc.budgets)
+    out = {"n": ns, "budgets": {}, "sizes": {}}
     for b in pc.budgets:
-        per_seed = [seed_bon(root / f"seed-{s}", b, ns) for s in seeds]
-        d = np.asarray(per_seed[0]["sqrt_kl"])
-        out["sqrt_kl"] = d.tolist()
-        models = {}
-        for column in per_seed[0]["columns"]:
-            curves = {m: np.stack([c["columns"][column][m] for c in per_seed]) for m in ("gold", "valid", "proxy")}
-            units = curves["gold"].reshape(-1, len(ns))
-            fit = bootstrap_fit(d, units, "bon", n_boot=500, seed=0)
-            mean = units.mean(axis=0)
-            peak = int(np.nanargmax(mean))
-            models[column] = {
-                **{m: [mean_ci(curves[m][:, :, i], n_boot=500) for i in range(len(ns))] for m in curves},
-                "fit": fit, "peak_n": ns[peak], "peak_gold": float(mean[peak]),
-                "gold_at_max_n": float(mean[-1]), "gold_at_1": float(mean[0]),
-                "proxy_gain": float(curves["proxy"][..., -1].mean() - curves["proxy"][..., 0].mean()),
-                "gold_gain": float(mean[-1] - mean[0])}
-        out["budgets"][str(b)] = models
+        per_seed = [seed_bon(root / f"seed-{s}", rm_name("prm", b), rm_name("orm", b), ns) for s in seeds]
+        out["sqrt_kl"] = per_seed[0]["sqrt_kl"]
+        out["budgets"][str(b)] = pair_summary(per_seed, ns)
+    for size in pc.rm_sizes:
+        per_seed = [seed_bon(root / f"seed-{s}", rm_name("prm", top, size), rm_name("orm", top, size), ns)
+                    for s in seeds]
+        out["sizes"][size] = pair_summary(per_seed, ns)
     return out
 
 
-def seed_bon(seed_dir: Path, budget: int, ns: list[int]) -> dict:
-    """One seed's best-of-N curves of both reward models of ``budget`` on its best-of-N pool."""
+def rm_name(kind: str, budget: int, size: str = "") -> str:
+    """The folder of a reward model: ``rm-prm-2000``, or ``rm-prm-2000-small`` for an extra size."""
+    return f"rm-{kind}-{budget}" + (f"-{size}" if size else "")
+
+
+def pair_summary(per_seed: list[dict], ns: list[int]) -> dict:
+    """Every score column of one reward-model pair over seeds: curves with intervals, the fit, the peak."""
+    from prmkit.evaluate.pressure import bootstrap_fit
+
+    d = np.asarray(per_seed[0]["sqrt_kl"])
+    models = {}
+    for column in per_seed[0]["columns"]:
+        curves = {m: np.stack([c["columns"][column][m] for c in per_seed]) for m in ("gold", "valid", "proxy")}
+        units = curves["gold"].reshape(-1, len(ns))
+        mean = units.mean(axis=0)
+        peak = int(np.nanargmax(mean))
+        models[column] = {
+            **{m: [mean_ci(curves[m][:, :, i], n_boot=500) for i in range(len(ns))] for m in curves},
+            "fit": bootstrap_fit(d, units, "bon", n_boot=500, seed=0), "peak_n": ns[peak],
+            "peak_gold": float(mean[peak]), "gold_at_max_n": float(mean[-1]), "gold_at_1": float(mean[0]),
+            "proxy_gain": float(curves["proxy"][..., -1].mean() - curves["proxy"][..., 0].mean()),
+            "gold_gain": float(mean[-1] - mean[0])}
+    return models
+
+
+def seed_bon(seed_dir: Path, prm_dir: str, orm_dir: str, ns: list[int]) -> dict:
+    """One seed's best-of-N curves of a PRM and an ORM (folders of ``seed_dir``) on its best-of-N pool."""
     from prmkit.io import read_solutions
     from prmkit.lab.study.pressure_measure import bon_curves
 
-    prm = list(read_solutions(seed_dir / f"rm-prm-{budget}" / "scored-bon.jsonl.gz"))
-    orm = list(read_solutions(seed_dir / f"rm-orm-{budget}" / "scored-bon.jsonl.gz"))
+    prm = list(read_solutions(seed_dir / prm_dir / "scored-bon.jsonl.gz"))
+    orm = list(read_solutions(seed_dir / orm_dir / "scored-bon.jsonl.gz"))
     if [s.id for s in prm] != [s.id for s in orm]:
         raise ValueError(f"{seed_dir}: the PRM's and the ORM's scored best-of-N pools hold other samples")
-    scores = {c: column(prm, c, seed_dir / f"rm-prm-{budget}") for c in PRM_COLUMNS}
-    scores["orm"] = column(orm, "orm", seed_dir / f"rm-orm-{budget}")
+    scores = {c: column(prm, c, seed_dir / prm_dir) for c in PRM_COLUMNS}
+    scores["orm"] = column(orm, "orm", seed_dir / orm_dir)
     return bon_curves(prm, scores, ns)
 
 
@@ -166,5 +183,18 @@ def parting(steps: list[int], gold: list[float], proxy: list[float], margin: flo
     return None
 
 
-__all__ = ["DETECTORS", "HACK_MARGIN", "PRM_COLUMNS", "bon_summary", "column", "parting", "reward_summary", "rl_fit",
-           "rl_summary", "seed_bon", "summarise"]
+__all__ = [
+    "DETECTORS",
+    "HACK_MARGIN",
+    "PRM_COLUMNS",
+    "bon_summary",
+    "column",
+    "pair_summary",
+    "parting",
+    "reward_summary",
+    "rl_fit",
+    "rl_summary",
+    "rm_name",
+    "seed_bon",
+    "summarise",
+]

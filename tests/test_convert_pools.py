@@ -189,7 +189,8 @@ def test_prm800k_sample_files_are_read_by_the_prm800k_reader(shared_data, tmp_pa
     src, out = shared_data / "prm800k/openr_samples_prm800k.jsonl", tmp_path / "p.jsonl"
     status, printed, _ = run(capsys, "data", "convert", "--from", "prm800k", src, out)
     assert status == 0 and "read 6 records, wrote 6 rows, rejected 0" in printed
-    assert FORMATS["prm800k-samples"].read is FORMATS["prm800k"].read and FORMATS["prm800k-samples"].write is None
+    # one name, one schema: prm800k-samples is eval bon's scored-sample format, not a convert alias
+    assert "prm800k-samples" not in FORMATS
 
 
 @pytest.mark.shared_data
@@ -213,13 +214,3 @@ def test_candidates_convert_score_evaluate_with_no_glue(shared_data, tmp_path, c
     status, printed, _ = run(capsys, "eval", "bon", "scored.jsonl", "--score", "prm_min,pred_score",
                              "--no-vote", "--bootstrap", "100")
     assert status == 0 and "bon_acc[prm_min]" in printed and "bon_acc[pred_score]" in printed
-
-
-@pytest.mark.shared_data
-def test_prm800k_samples_is_another_name_for_prm800k(shared_data, tmp_path):
-    from prmkit.cli import main
-
-    src = shared_data / "prm800k" / "openr_samples_prm800k.jsonl"
-    for name in ("prm800k", "prm800k-samples"):
-        assert main(["data", "convert", "--from", name, "--to", "prmkit", str(src), str(tmp_path / f"{name}.jsonl")]) == 0
-    assert (tmp_path / "prm800k.jsonl").read_text() == (tmp_path / "prm800k-samples.jsonl").read_text()

@@ -13,11 +13,15 @@ examples:
   prmkit eval bon scored.jsonl --score prm_min,orm --n 1,2,4,8 --out runs/eval
   prmkit eval bon scored.jsonl --score p_correct:product,p_correct:min --pad-to 1860 --n 10,100,1860
   prmkit eval bon ../shared/data/candidates/qwen25math_math_cot_100.jsonl --score pred_score --out runs/qwen
+  prmkit eval bon scored-test-samples.jsonl.gz --format prm800k-samples --score prm_score,orm_score --pad-to 1860
 
 Scores: a NAME is a solution-level score (Solution.scores[NAME]); KEY:AGG aggregates the step scores
 Step.scores[KEY] with AGG in product, min, last, mean. Best-of-N and pass@N are exact expectations
 over random N-subsets; votes are Monte Carlo with the standard error shown as ±. Brackets: 95%
-bootstrap CI over problems. Definitions: docs/evaluation.md.
+bootstrap CI over problems. Formats: prmkit Solution records; qwen-candidates and gsm8k-examples
+(a line per problem); prm800k-samples, the paper's released scored samples (a line per sample:
+problem, answer or given_answer, is_correct, prm_score and/or orm_score). Definitions:
+docs/evaluation.md.
 """
 
 STEPS_EPILOG = """\
@@ -47,8 +51,9 @@ def _register_bon(sub) -> None:
     p.add_argument("--score", default=None, help="comma-separated score columns (NAME or KEY:AGG); "
                    "default: every solution-level score in the file")
     p.add_argument("--n", default=None, help="comma-separated N values; default: powers of 2 up to --pad-to")
-    p.add_argument("--format", default="auto", choices=["auto", "prmkit", "qwen-candidates", "gsm8k-examples"],
-                   help="pool file format")
+    p.add_argument("--format", default="auto",
+                   choices=["auto", "prmkit", "qwen-candidates", "gsm8k-examples", "prm800k-samples"],
+                   help="pool file format; auto detects it from the first record")
     p.add_argument("--pad-to", type=int, default=None,
                    help="padded pool size M_pad (the released protocol uses 1860); default: the largest pool")
     p.add_argument("--answer-key", default="grader", choices=["grader", "exact"],

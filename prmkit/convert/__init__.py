@@ -84,8 +84,6 @@ _FORMATS = [
            _read_prmkit, _write_prmkit, holds="any"),
     Format("prm800k", "PRM800K raw records (phase 1 and 2; JSONL, JSON array or pretty-printed objects); lossless",
            prm800k.read, prm800k.write),
-    Format("prm800k-samples", "PRM800K sample files (verbatim PRM800K lines): another name for prm800k, read only",
-           prm800k.read, None),
     Format("stepwise-critic", "PRM800K denormalised to one row per candidate step; step trees rebuilt",
            critic.read, critic.write),
     Format("trl", "TRL stepwise supervision: prompt, completions, labels (bool); needs --neutral to write",

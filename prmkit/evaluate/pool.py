@@ -17,6 +17,10 @@ Formats (``load_pool(path, format=...)``, ``"auto"`` detects them from the first
 ``gsm8k-examples``
     One line per problem (openai/grade-school-math ``example_model_solutions``): four model solutions
     with ``is_correct``; the answer is the text after the last ``A:``. No score columns.
+``prm800k-samples``
+    One line per sample (openai/prm800k's released scored test samples, read as its ``eval/eval.py``
+    reads them): ``problem`` text, ``answer`` (else ``given_answer``), ``is_correct``, and the score
+    columns ``prm_score`` and ``orm_score`` where a sample has them. Grouped by the problem text.
 
 >>> pool = pool_from_lists([["4", "4", "5"], ["x", None]], [[1, 1, 0], [0, 0]], {"rm": [[.9, .8, .1], [.2, .3]]},
 ...                        answer_key="exact")
@@ -37,9 +41,11 @@ import numpy as np
 from prmkit.convert.candidates import GSM8K_EXAMPLE_MODELS, gsm8k_example_answer, qwen_samples
 from prmkit.evaluate.aggregate import aggregate, parse_score_spec
 from prmkit.io import RecordError, iter_json
-from prmkit.schema import SchemaError, Solution
+from prmkit.schema import SchemaError, Solution, check_type
 
-FORMATS = ("prmkit", "qwen-candidates", "gsm8k-examples")
+FORMATS = ("prmkit", "qwen-candidates", "gsm8k-examples", "prm800k-samples")
+PRM800K_SCORES = ("prm_score", "orm_score")
+"""The score fields of a ``prm800k-samples`` record, each kept as a column of the same name."""
 
 
 @dataclass
@@ -255,6 +261,8 @@ def detect_format(record: Any) -> str:
 
     >>> detect_format({"pred": ["1"], "score": [True], "pred_score": [[0.5]]})
     'qwen-candidates'
+    >>> detect_format({"problem": "What is 2+2?", "answer": "4", "is_correct": True, "prm_score": 0.9})
+    'prm800k-samples'
     """
     if not isinstance(record, dict):
         raise TypeError("cannot detect the pool format: the first record is not a JSON object")
@@ -262,6 +270,8 @@ def detect_format(record: Any) -> str:
         return "qwen-candidates"
     if any(isinstance(record.get(m), dict) and "is_correct" in record[m] for m in GSM8K_EXAMPLE_MODELS):
         return "gsm8k-examples"
+    if _is_prm800k_sample(record):
+        return "prm800k-samples"
     if "problem" in record:
         return "prmkit"
     raise ValueError(f"cannot detect the pool format from keys {sorted(record)[:8]}; pass --format "
@@ -282,7 +292,8 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
     if format not in FORMATS:
         raise ValueError(f"unknown pool format {format!r} (expected one of {', '.join(FORMATS)})")
     builder = PoolBuilder(columns, answer_key=answer_key, format=format)
-    add = {"prmkit": _add_prmkit, "qwen-candidates": _add_qwen, "gsm8k-examples": _add_gsm8k}[format]
+    add = {"prmkit": _add_prmkit, "qwen-candidates": _add_qwen, "gsm8k-examples": _add_gsm8k,
+           "prm800k-samples": _add_prm800k}[format]
     for raw in _chain(first, records):
         try:
             add(builder, raw.value, columns)
@@ -400,3 +411,47 @@ def _add_gsm8k(builder: PoolBuilder, value: dict, columns: list[str] | None) -> 
     for model in GSM8K_EXAMPLE_MODELS:
         sample = value[model]
         builder.add(value["question"], gsm8k_example_answer(sample["solution"]), bool(sample["is_correct"]), {})
+
+
+def _is_prm800k_sample(record: dict) -> bool:
+    """A released scored sample: ``problem`` text and ``is_correct``, and no prmkit steps (objects).
+
+    No score field is required, so that a first sample without one (answerless samples may lack them)
+    is still recognised. A prmkit record is never taken for one: its schema refuses ``is_correct`` at
+    the top level, and a prmkit solution's ``problem`` is an object; third-party files' ``steps``, if
+    any, are strings.
+    """
+    steps = record.get("steps")
+    prmkit_steps = isinstance(steps, list) and any(isinstance(s, dict) for s in steps)
+    return isinstance(record.get("problem"), str) and "is_correct" in record and not prmkit_steps
+
+
+def _add_prm800k(builder: PoolBuilder, value: Any, columns: list[str] | None) -> None:
+    """One released PRM800K scored sample, with the semantics of openai/prm800k ``eval/eval.py``.
+
+    The answer is ``answer`` when the key is there (null: no answer), else ``given_answer``. An
+    answerless sample is never picked, so its ``is_correct`` may be missing or null; an answered one
+    needs true or false. A missing or null score leaves NaN in that column.
+    """
+    check_type(value, (dict,), "")
+    if "problem" not in value:
+        raise SchemaError("problem", "missing required field (the problem text, which groups the samples)")
+    problem = check_type(value["problem"], (str,), "problem")
+    answer_key = "answer" if "answer" in value else "given_answer"
+    answer = value.get(answer_key)
+    if answer is not None:
+        check_type(answer, (str,), answer_key)
+    correct = value.get("is_correct")
+    if correct is not None:
+        check_type(correct, (bool,), "is_correct")
+    elif answer is not None and answer.strip():
+        raise SchemaError("is_correct", f"missing: a sample with an answer ({answer_key}) needs true or false")
+    scores = {name: _number(value[name], name) for name in PRM800K_SCORES if value.get(name) is not None}
+    builder.add(problem, answer, bool(correct), {k: v for k, v in scores.items() if columns is None or k in columns})
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        got = "a boolean" if isinstance(value, bool) else type(value).__name__
+        raise SchemaError(name, f"expected a number, got {got}")
+    return float(value)

@@ -201,7 +201,7 @@ TABLES = {
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
     **{f"autolabel-{name}": _study_rows("autolabel", name)
        for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples")},
-    **{f"pressure-{name}": _study_rows("pressure", name) for name in ("bon", "rl", "detector", "wall", "findings", "examples")},
+    **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
 }
 """Every generated table, by the name a doc's marker uses."""
 

@@ -99,6 +99,17 @@ def detector_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def run_markdown(summary: dict) -> str:
+    """What the published run was: its command and the sizes it ran at (so a reader sees any override)."""
+    c, rl = summary["config"], summary["config"]["rl"]
+    return (f"Command: `{summary['command']}` (seeds {', '.join(map(str, summary['seeds']))}). Best-of-N pool: "
+            f"{summary['bon_pool']}, N up to {c['bon_samples']:,}; label budgets {', '.join(f'{b:,}' for b in c['budgets'])}; "
+            f"reward models {summary['rm_steps']} steps, best of {summary.get('restarts', 1)}; extra sizes: "
+            f"{', '.join(c['rm_sizes']) or 'none'}. RL: {rl['steps']} steps of {rl['prompts_per_step']} prompts x "
+            f"{rl['group']} samples, lr {rl['lr']}, KL penalty {rl['beta']}, loss {rl['loss_type']}; evaluated every "
+            f"{rl['eval_every']} steps on {summary['rl_eval']}.")
+
+
 def wall_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """Wall time per stage, and each RL run's (one reward, one seed) against the 20-minute target."""
     rows = [[stage, f"{t['wall_seconds'] / 60:.1f} min", str(t.get("jobs", ""))]
@@ -161,12 +172,11 @@ def plot(summary: dict, path: Path) -> str:
     axes[0, 0].legend(fontsize=8)
     for i, (reward, r) in enumerate(summary["rl"].items()):
         axes[1, 0].plot(r["sqrt_kl"], [100 * g for g in r["mean"]["gold"]], "o-", color=f"C{i}", label=reward, ms=3)
-        proxy = np.asarray(r["mean"]["proxy"], dtype=float)
-        span = np.ptp(proxy) or 1.0
-        axes[1, 1].plot(r["steps"], (proxy - proxy[0]) / span, "o-", color=f"C{i}", ms=3)
+        axes[1, 1].plot(r["steps"], r["mean"]["proxy"], "o-", color=f"C{i}", ms=3)
     axes[1, 0].set(xlabel="sqrt(KL(policy || base)), held-out samples", ylabel="gold: answer right (%)",
                    title="RL (GRPO), mean over seeds")
-    axes[1, 1].set(xlabel="optimiser step", ylabel="proxy change (scaled to its range)", title="RL proxy")
+    axes[1, 1].set(xlabel="optimiser step", ylabel="proxy: the reward optimised (log scale)", title="RL proxy",
+                   yscale="log")
     axes[1, 0].legend(fontsize=8)
     for ax in axes.flat:
         ax.grid(alpha=0.3)

@@ -42,7 +42,7 @@ from prmkit.lab.study.core import (
     step_auroc,
     step_probabilities,
     study_dir,
-    with_rm_steps,
+    with_restarts,
     write_json,
 )
 
@@ -178,9 +178,7 @@ def arm_config(cfg, arm: str):
 def study_rm(cfg):
     """``cfg`` whose PRMs (the judge's too) train ``rm_steps`` steps, ``restarts`` times with the best kept on a
     held-out tenth of their own labels: the same guard for every arm, chosen without the oracle."""
-    ac = cfg.autolabel
-    cfg = with_rm_steps(cfg, ac.rm_steps)
-    return cfg.replace({"rm.restarts": ac.restarts, "rm.eval_fraction": 0.1 if ac.restarts > 1 else 0.0})
+    return with_restarts(cfg, cfg.autolabel.rm_steps, cfg.autolabel.restarts)
 
 
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",

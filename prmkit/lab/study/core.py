@@ -43,6 +43,14 @@ def with_rm_steps(cfg, steps: int):
     return cfg.replace({"rm.max_steps": steps}) if steps else cfg
 
 
+def with_restarts(cfg, steps: int, restarts: int):
+    """``cfg`` whose reward models train ``steps`` optimiser steps (:func:`with_rm_steps`), ``restarts`` times with
+    the best kept on a held-out tenth of their own labels (:mod:`prmkit.train.restarts`): a study's guard
+    against a run stalled at the class prior, chosen without the oracle."""
+    cfg = with_rm_steps(cfg, steps)
+    return cfg.replace({"rm.restarts": restarts, "rm.eval_fraction": 0.1 if restarts > 1 else 0.0})
+
+
 def if_changed(value, default) -> tuple:
     """``(value,)`` when a setting differs from its default, else ``()``: the part of a job key for a
     setting added after jobs were run, so that the default's jobs keep their keys (and are not redone).
@@ -224,6 +232,7 @@ __all__ = [
     "step_auroc",
     "step_probabilities",
     "study_dir",
+    "with_restarts",
     "with_rm_steps",
     "write_json",
     "write_study_pages",

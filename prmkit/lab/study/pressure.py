@@ -34,7 +34,7 @@ import numpy as np
 
 from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, key_of
 from prmkit.lab.stack import RL_PACKAGES, numeric_stack
-from prmkit.lab.study.core import job_train_score, study_dir, with_rm_steps, write_json
+from prmkit.lab.study.core import job_train_score, study_dir, with_restarts, write_json
 from prmkit.lab.study.pressure_summary import rm_name
 
 NAME = "pressure"
@@ -211,9 +211,7 @@ def sized(cfg, size: str):
 def study_rm(cfg):
     """``cfg`` whose reward models train ``rm_steps`` steps, ``restarts`` times with the best kept on a held-out
     tenth of their own labels: the same guard for the PRM and the ORM, chosen without the oracle."""
-    pc = cfg.pressure
-    cfg = with_rm_steps(cfg, pc.rm_steps)
-    return cfg.replace({"rm.restarts": pc.restarts, "rm.eval_fraction": 0.1 if pc.restarts > 1 else 0.0})
+    return with_restarts(cfg, cfg.pressure.rm_steps, cfg.pressure.restarts)
 
 
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",

@@ -32,16 +32,16 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, key_of
+from prmkit.lab.run import RM_VERSION, init_worker, job_base, key_of
 from prmkit.lab.stack import numeric_stack
 from prmkit.lab.study.core import (
     bon_per_problem,
     job_train_score,
     mean_ci,
+    open_study,
     solution_scores,
     step_auroc,
     step_probabilities,
-    study_dir,
     with_restarts,
     write_json,
 )
@@ -194,12 +194,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         raise ValueError(f"autolabel.judge_seed {ac.judge_seed} + a seed is also a run seed: pick another judge_seed")
     init_worker()
     cfg = study_rm(cfg)
-    root = study_dir(run_dir, NAME)
-    root.mkdir(parents=True, exist_ok=True)
-    runner = Runner(jobs=jobs, progress=progress, log=log)
-    inner = progress and jobs == 1
-    start = time.perf_counter()
-    sd = {s: root / f"seed-{s}" for s in seeds}
+    root, runner, inner, start, sd = open_study(run_dir, NAME, seeds, jobs, progress, log)
     try:
         dkey = {s: key_of(cfg.domain, cfg.generator, cfg.labellers, ac.train_problems, ac.samples_per_problem,
                           ac.eval_problems, ac.eval_samples, ac.judge_labels, ac.judge_seed, s, VERSION) for s in seeds}

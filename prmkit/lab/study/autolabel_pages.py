@@ -14,7 +14,7 @@ import numpy as np
 
 from prmkit.lab.study.autolabel import ARMS, METHODS
 from prmkit.lab.study.autolabel_quality import REASONS
-from prmkit.lab.study.core import write_study_pages
+from prmkit.lab.study.core import write_study_outputs
 
 LABEL_SETS = ("human", *METHODS)
 NAMES = {"human": "simulated human (phase 2)", "mc": "mc (Math-Shepherd)", "omegaprm": "omegaprm",
@@ -221,9 +221,7 @@ def section_html(summary: dict, figure_path: Path) -> str:
 
 def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
     """``figures/autolabel.png``, ``section.html`` and the standalone ``report.html``."""
-    fig = plot(summary, root / "figures" / "autolabel.png")
-    write_study_pages(root, f"prmkit lab study autolabel: preset {cfg.name}", section_html(summary, Path(fig)), cfg,
-                      summary["timings"], command)
+    write_study_outputs(root, "autolabel", cfg, summary, command, plot, section_html)
 
 
 __all__ = ["cost_rows", "difference_rows", "example_text", "examples_markdown", "findings", "hard_rows", "plot", "prm_rows", "quality_rows", "reasons_rows",

@@ -211,6 +211,26 @@ def write_study_pages(out: Path, title: str, section: str, cfg, timings: dict, c
         f.write(text + "\n")
 
 
+def open_study(run_dir, name: str, seeds: list[int], jobs: int, progress: bool, log):
+    """A study run's shared start: its folder ``RUN_DIR/study-<name>/`` (made), a :class:`~prmkit.lab.run.Runner`,
+    whether jobs show their own progress bars (one worker only), the start time, and each seed's folder."""
+    import time
+
+    from prmkit.lab.run import Runner
+
+    root = study_dir(run_dir, name)
+    root.mkdir(parents=True, exist_ok=True)
+    runner = Runner(jobs=jobs, progress=progress, log=log)
+    return root, runner, progress and jobs == 1, time.perf_counter(), {s: root / f"seed-{s}" for s in seeds}
+
+
+def write_study_outputs(root: Path, name: str, cfg, summary: dict, command: str, plot, section_html) -> None:
+    """``figures/<name>.png`` (``plot(summary, path)``), ``section.html`` and the standalone ``report.html``."""
+    fig = plot(summary, root / "figures" / f"{name}.png")
+    write_study_pages(root, f"prmkit lab study {name}: preset {cfg.name}", section_html(summary, Path(fig)), cfg,
+                      summary["timings"], command)
+
+
 def write_json(path: Path, value) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
@@ -226,6 +246,7 @@ __all__ = [
     "job_train_score",
     "log_fit",
     "mean_ci",
+    "open_study",
     "slope_ratio",
     "solution_column",
     "solution_scores",
@@ -235,5 +256,6 @@ __all__ = [
     "with_restarts",
     "with_rm_steps",
     "write_json",
+    "write_study_outputs",
     "write_study_pages",
 ]

@@ -32,9 +32,9 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, key_of
+from prmkit.lab.run import RM_VERSION, init_worker, job_base, key_of
 from prmkit.lab.stack import RL_PACKAGES, numeric_stack
-from prmkit.lab.study.core import job_train_score, study_dir, with_restarts, write_json
+from prmkit.lab.study.core import job_train_score, open_study, with_restarts, write_json
 from prmkit.lab.study.pressure_summary import rm_name
 
 NAME = "pressure"
@@ -230,12 +230,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         raise ValueError(f"unknown pressure.rewards {unknown} (expected some of {', '.join(REWARDS)})")
     init_worker()
     cfg = study_rm(cfg)
-    root = study_dir(run_dir, NAME)
-    root.mkdir(parents=True, exist_ok=True)
-    runner = Runner(jobs=jobs, progress=progress, log=log)
-    inner = progress and jobs == 1
-    start = time.perf_counter()
-    sd = {s: root / f"seed-{s}" for s in seeds}
+    root, runner, inner, start, sd = open_study(run_dir, NAME, seeds, jobs, progress, log)
     top = max(pc.budgets)
     try:
         bkey = base_key(cfg.base, cfg, device)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.study.core import write_study_pages
+from prmkit.lab.study.core import write_study_outputs
 from prmkit.lab.study.pressure_summary import HACK_MARGIN
 
 NAMES = {"prm_min": "PRM (min)", "prm_product": "PRM (product)", "prm_last": "PRM (last)", "prm_mean": "PRM (mean)",
@@ -238,9 +238,7 @@ def section_html(summary: dict, figure_path: Path) -> str:
 
 def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
     """``figures/pressure.png``, ``section.html`` and the standalone ``report.html``."""
-    fig = plot(summary, root / "figures" / "pressure.png")
-    write_study_pages(root, f"prmkit lab study pressure: preset {cfg.name}", section_html(summary, Path(fig)), cfg,
-                      summary["timings"], command)
+    write_study_outputs(root, "pressure", cfg, summary, command, plot, section_html)
 
 
 __all__ = [

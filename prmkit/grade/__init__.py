@@ -25,20 +25,25 @@ How a pair is graded (``docs/grading.md`` states the policy and the measurements
 ('correct', 'equal-normalized')
 >>> grade("3", "4").reason
 'different-number'
->>> grade("", "4").verdict
-'unparseable'
+>>> grade("", "4").reason, grade("", "4").verdict
+('no-answer', 'incorrect')
+>>> grade("5\\\\text{ cm}", "5\\\\text{ m}").reason
+'different-unit'
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from prmkit.grade.extract import count_boxes, extract_answer
-from prmkit.grade.normalize import exact_number, is_decimal, normalize, strip_string
+from prmkit.grade.normalize import canonical_latex, exact_number, is_decimal, normalize, strip_string
+from prmkit.grade.structure import collection_kind, entries
 from prmkit.grade.symbolic import DEFAULT_TIMEOUT, GradeError, GradeTimeout, SymbolicPool, default_pool
+from prmkit.grade.units import compare_units
 from prmkit.schema import GRADES
 
 __all__ = ["GRADERS", "MODES", "REASONS", "GradeError", "GradeResult", "GradeTimeout", "SymbolicPool",
@@ -50,11 +55,14 @@ relations ~ intervals, case and list order of plain comma lists ignored."""
 
 REASONS = {
     "equal-normalized": "correct", "equal-symbolic": "correct", "equal-unordered": "correct",
-    "different-number": "incorrect", "different-symbolic": "incorrect",
-    "no-answer": "unparseable", "given-unparsed": "unparseable", "timeout": "unparseable",
-    "memory": "unparseable",
+    "equal-entries": "correct", "equal-converted": "correct",
+    "different-number": "incorrect", "different-symbolic": "incorrect", "different-entries": "incorrect",
+    "different-unit": "incorrect", "different-collection": "incorrect", "no-answer": "incorrect",
+    "given-unparsed": "unparseable", "timeout": "unparseable", "memory": "unparseable",
 }
-"""Every reason :func:`grade` gives, with the verdict it goes with."""
+"""Every reason :func:`grade` gives, with the verdict it goes with. A solution without an answer is
+``incorrect`` (the paper counts it wrong); ``unparseable`` means the *grader* could not decide, and
+is never a training label (``docs/grading.md``)."""
 
 GRADERS = ("prmkit", "math-verify", "prm800k")
 """Graders :func:`reference_grade` (and ``prmkit grade --audit``) can run."""
@@ -62,6 +70,7 @@ GRADERS = ("prmkit", "math-verify", "prm800k")
 _DELIMITERS = re.compile(r"\$|\\\(|\\\[|\\boxed|\\fbox")
 _MATHRM = re.compile(r"\\mathrm\{([A-Za-z]+)\}")
 _WORD = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
+_ENVIRONMENT = re.compile(r"\\(?:begin|end)\{[A-Za-z*]+\}")
 
 
 @dataclass(frozen=True)
@@ -214,18 +223,25 @@ def _prepare(given: str | None, gold: str, mode: str) -> GradeResult | _Prepared
         raise TypeError(f"given answer must be a string or None, got {type(given).__name__}")
     if not isinstance(gold, str) or not gold.strip():
         raise ValueError(f"gold answer must be a non-empty string, got {gold!r}")
-    gold_answer = extract_answer(gold) or gold.strip()
-    gold_key = normalize(gold_answer)
-    given_answer = (extract_answer(given) or given.strip()) if given else ""
-    if not given_answer:
-        return GradeResult("unparseable", "no-answer", None, gold_answer, "", gold_key)
+    gold_answer, gold_key, gold_job = _gold_side(gold)
+    found = extract_answer(given) if given else None
+    given_answer = (found or given.strip()) if given else ""
+    if not given_answer or (found is None and count_boxes(given)):  # a box cut off mid-answer: no answer
+        return GradeResult("incorrect", "no-answer", None, gold_answer, "", gold_key)
     prepared = _Prepared(given_answer, gold_answer, normalize(given_answer), gold_key, {})
     decided = _fast(prepared, given, gold, mode)
     if decided is not None:
         return decided
-    prepared.job = {"given": _for_math_verify(given, given_answer), "gold": _for_math_verify(gold, gold_answer),
-                    "mode": mode}
+    prepared.job = {"given": _for_math_verify(given, given_answer), "gold": gold_job, "mode": mode}
     return prepared
+
+
+@functools.lru_cache(maxsize=4096)
+def _gold_side(gold: str) -> tuple[str, str, str]:
+    """The gold answer, its key and its Math-Verify text: computed once per gold, since a pool grades
+    many answers against one gold (the worker caches its parse the same way)."""
+    answer = extract_answer(gold) or gold.strip()
+    return answer, normalize(answer), _for_math_verify(gold, answer)
 
 
 def _prepare_or_error(index: int, given, gold, mode: str):
@@ -237,20 +253,58 @@ def _prepare_or_error(index: int, given, gold, mode: str):
 
 def _fast(p: _Prepared, given_text: str, gold_text: str, mode: str) -> GradeResult | None:
     """Decide from strings alone when that is safe; None hands the pair to the symbolic step."""
+    a, b = exact_number(p.given_key), exact_number(p.gold_key)
+    by_units = compare_units(p.given, p.gold, mode, (a, b))
+    if by_units is not None:
+        return p.result("equal-converted" if by_units[0] else "different-unit", by_units[1])
+    kinds = collection_kind(p.given), collection_kind(p.gold)
+    if mode == "strict" and None not in kinds and kinds[0] != kinds[1]:
+        return p.result("different-collection", f"{kinds[0]} against {kinds[1]}")
     if p.given_key == p.gold_key:
         return p.result("equal-normalized")
-    a, b = exact_number(p.given_key), exact_number(p.gold_key)
     if a is not None and b is not None and not _percent(given_text + gold_text):
-        rounded = is_decimal(strip_string(p.given)) or is_decimal(strip_string(p.gold))
-        # A decimal may be a rounding of the other side (0.333333 for 1/3): only a clear gap is decided here.
-        if not rounded or abs(a - b) > 1e-3 * max(1, abs(a), abs(b)):
+        if _numbers_differ(p.given, p.gold, a, b):
             return p.result("different-number")
+    decided = _by_entries(p)
+    if decided is not None:
+        return decided
     if mode == "lenient":
         if p.given_key.lower() == p.gold_key.lower():
             return p.result("equal-normalized")
         if "," in p.gold_key and sorted(_items(p.given_key)) == sorted(_items(p.gold_key)):
             return p.result("equal-unordered")
     return None
+
+
+def _numbers_differ(given: str, gold: str, a, b) -> bool | None:
+    """True when two exact numbers clearly differ, False when equal, None when a decimal side may be
+    a rounding of the other (0.333333 for 1/3): the symbolic step decides those, at its precision."""
+    if a == b:
+        return False
+    rounded = is_decimal(strip_string(given)) or is_decimal(strip_string(gold))
+    if not rounded or abs(a - b) > 1e-3 * max(1, abs(a), abs(b)):
+        return True
+    return None
+
+
+def _by_entries(p: _Prepared) -> GradeResult | None:
+    """Two collections or matrices of one shape whose entries are all exact numbers, entry by entry
+    (a set's entries in any order); None when shapes or brackets differ, or an entry is no number."""
+    ours, theirs = entries(canonical_latex(p.given)), entries(canonical_latex(p.gold))
+    if ours is None or theirs is None or ours[:2] != theirs[:2] or len(ours[2]) != len(theirs[2]):
+        return None
+    texts = ours[2], theirs[2]
+    values = [[exact_number(normalize(c)) for c in side] for side in texts]
+    if any(v is None for side in values for v in side):
+        return None
+    pairs = list(zip(texts[0], texts[1], values[0], values[1]))
+    if ours[0] == "{}":  # a set: compare the sorted values
+        order = [sorted(range(len(v)), key=v.__getitem__) for v in values]
+        pairs = [(texts[0][i], texts[1][j], values[0][i], values[1][j]) for i, j in zip(*order)]
+    verdicts = [_numbers_differ(*pair) for pair in pairs]
+    if any(v is None for v in verdicts):
+        return None
+    return p.result("different-entries" if any(verdicts) else "equal-entries")
 
 
 def _items(key: str) -> list[str]:
@@ -269,9 +323,9 @@ def _for_math_verify(text: str, answer: str) -> str:
     marker goes whole and Math-Verify finds the answer in it.
     """
     if count_boxes(text) or (extract_answer(text) is None
-                             and (_DELIMITERS.search(text) or len(_WORD.findall(text)) >= 2)):
-        return _MATHRM.sub(r"\1", text)
-    return _delimited(answer.replace("\\$", "").replace("$", ""))
+                             and (_DELIMITERS.search(text) or len(_WORD.findall(_ENVIRONMENT.sub("", text))) >= 2)):
+        return canonical_latex(_MATHRM.sub(r"\1", text))
+    return _delimited(canonical_latex(answer.replace("\\$", "").replace("$", "")))
 
 
 def _delimited(text: str) -> str:

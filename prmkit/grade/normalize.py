@@ -13,6 +13,12 @@ symbolic step of :func:`prmkit.grade.grade` is for.
 ('Evelyn', '90', '28')
 >>> normalize("10\\\\text{ cm}^2")
 '10'
+
+Spellings MATH's normalisation leaves apart are made one (:func:`canonical_latex`): repeating
+decimals, the empty set, thin-space thousands, complex numbers with decimals or a product sign:
+
+>>> normalize("0.1\\\\overline{6}"), normalize("\\\\varnothing"), normalize("1\\\\,000\\\\,000"), normalize("1.5 + 2\\\\cdot i")
+('1/6', '\\\\emptyset', '1000000', '3/2+2i')
 """
 
 from __future__ import annotations
@@ -27,6 +33,14 @@ _NAME = re.compile(r"^\s*[A-Za-z](?:_\{?\w+\}?)?\s*$")  # "k", "x_1": the left s
 _DECIMAL = re.compile(r"^-?(?:\d+\.?\d*|\.\d+)$")
 _SLASH = re.compile(r"^(-?)(\d+)/(\d+)$")
 _FRAC = re.compile(r"^(-?)\\frac\{(-?\d+)\}\{(-?\d+)\}$")
+_REPEATING = re.compile(r"^(-?)(\d*)\.(\d*)\\overline\{(\d+)\}$")
+_SEPARATED_THOUSANDS = re.compile(r"(?<=\d)(?:\\[,;: ]|~|[\u2009\u202f\u00a0])(?=\d{3}(?!\d))")
+_EMPTY_SET = re.compile(r"^(?:\\emptyset|\\varnothing|\\\{\s*\\\}|\{\s*\}|\\O)$")
+_MATRIX_IN_BRACKETS = re.compile(r"(?:\\left)?\s*[(\[]\s*\\begin\{matrix\}(.*?)\\end\{matrix\}\s*(?:\\right)?\s*[)\]]",
+                                 re.DOTALL)
+_PRODUCT_I = re.compile(r"(?<=[\d}])\s*(?:\\cdot|\\times|\*)\s*i(?![A-Za-z])")
+_NUMBER = r"(?:\d+(?:\.\d*)?|\.\d+|\\frac\{\d+\}\{\d+\}|\d+/\d+)"
+_COMPLEX = re.compile(rf"^(?P<re>-?{_NUMBER})?(?:(?P<sign>^-|[+-])(?P<im>{_NUMBER})?|(?P<bare>{_NUMBER})?)i$")
 
 
 def normalize(answer: str | None) -> str:
@@ -36,11 +50,56 @@ def normalize(answer: str | None) -> str:
     """
     if answer is None:
         return ""
-    s = strip_string(answer.strip())
+    answer = canonical_latex(answer.strip())
+    s = strip_string(answer)
     number = exact_number(s, thousands=not _LIST_COMMA.search(answer))
     if number is not None:
         return str(number)
-    return s
+    return complex_key(s) or s
+
+
+def canonical_latex(answer: str) -> str:
+    """One LaTeX spelling for answers written several ways; the grader's fast path and Math-Verify
+    both read this form.
+
+    Matrix environments (``bmatrix``, a bare ``matrix`` in brackets) become ``pmatrix``; the empty
+    set is ``\\emptyset``; thousands separated by thin or other spaces are joined; ``2\\cdot i`` is
+    ``2i``.
+
+    >>> canonical_latex("\\\\left(\\\\begin{matrix}1\\\\\\\\2\\\\end{matrix}\\\\right)")
+    '\\\\begin{pmatrix}1\\\\\\\\2\\\\end{pmatrix}'
+    >>> canonical_latex("\\\\{ \\\\}"), canonical_latex("3+2\\\\times i"), canonical_latex("12\\\\;345")
+    ('\\\\emptyset', '3+2i', '12345')
+    """
+    text = _MATRIX_IN_BRACKETS.sub(r"\\begin{pmatrix}\1\\end{pmatrix}", answer)
+    text = re.sub(r"\\(begin|end)\{(?:bmatrix|Bmatrix|smallmatrix)\}", r"\\\1{pmatrix}", text)
+    text = _SEPARATED_THOUSANDS.sub("", text)
+    text = _PRODUCT_I.sub("i", text)
+    if _EMPTY_SET.match(text.strip().strip("$").strip()):
+        return "\\emptyset"
+    return text
+
+
+def complex_key(s: str) -> str | None:
+    """``a+bi`` with exact ``a`` and ``b`` as ``p/q`` for a normalised complex number, else None.
+
+    >>> complex_key("\\\\frac{3}{2}+\\\\frac{5}{2}i"), complex_key("1.5+2.5i"), complex_key("-i"), complex_key("x+i")
+    ('3/2+5/2i', '3/2+5/2i', '0+-1i', None)
+    """
+    m = _COMPLEX.match(s) if len(s) <= 200 and s.endswith("i") else None
+    if m is None:
+        return None
+    if m["sign"] is None:  # no sign between two parts: "bi" alone
+        if m["re"] is not None and m["bare"] is not None:
+            return None
+        coefficient = m["re"] or m["bare"]
+        real, imag = Fraction(0), exact_number(coefficient) if coefficient else Fraction(1)
+    else:
+        real = exact_number(m["re"]) if m["re"] else Fraction(0)
+        imag = (exact_number(m["im"]) if m["im"] else Fraction(1)) * (-1 if m["sign"] == "-" else 1)
+    if real is None or imag is None:
+        return None
+    return f"{real}+{imag}i"
 
 
 def exact_number(s: str, thousands: bool = True) -> Fraction | None:
@@ -55,6 +114,12 @@ def exact_number(s: str, thousands: bool = True) -> Fraction | None:
         s = s.replace(",", "")
     if _DECIMAL.match(s):
         return Fraction(s)
+    m = _REPEATING.match(s)
+    if m:  # 0.1\overline{6}: the fixed digits, then the repeating block over 9...9 at their scale
+        whole, fixed, block = m.group(2) or "0", m.group(3), m.group(4)
+        value = int(whole) + Fraction(int(fixed or "0"), 10 ** len(fixed))
+        value += Fraction(int(block), (10 ** len(block) - 1) * 10 ** len(fixed))
+        return -value if m.group(1) else value
     m = _SLASH.match(s) or _FRAC.match(s)
     if m:
         num, den = int(m.group(2)), int(m.group(3))

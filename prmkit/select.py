@@ -51,9 +51,13 @@ STRATEGY_NAMES = ("convincing_wrong_answer", "uncertainty", "top_k", "random")
 DEFAULT_SCORES = ("prm_min", "prm_product", "prm", "score")
 """Score columns tried, in this order, when none is named: the first one every candidate carries."""
 
-WRONG_GRADES = ("incorrect", "unparseable")
-"""Grades that make a wrong answer. An unparseable final answer fails the answer check as surely as a
-wrong one, and a PRM that rates such a solution highly is just as mistaken."""
+WRONG_GRADE_CHOICES = ("incorrect", "unparseable")
+"""Grades ``wrong_grades`` may name."""
+
+WRONG_GRADES = ("incorrect",)
+"""Grades that make a wrong answer, by default. A solution without an answer is graded ``incorrect``;
+``unparseable`` means the grader could not decide (a timeout, an answer it failed to read), which is
+no verdict on the solution, so by default it is not counted wrong (and :func:`summarise` counts it apart)."""
 
 
 class SelectionError(ValueError):
@@ -75,8 +79,8 @@ class SelectConfig:
     wrong_share: float = field(default=0.8, metadata={
         "help": "convincing_wrong_answer: share of each set that is wrong-answer samples (the paper: 0.8)"})
     wrong_grades: tuple[str, ...] = field(default=WRONG_GRADES, metadata={
-        "help": "convincing_wrong_answer: the grades that count as a wrong answer (incorrect alone leaves out "
-                "solutions with no final answer, e.g. cut off)"})
+        "help": "convincing_wrong_answer: the grades that count as a wrong answer (a solution with no answer is "
+                "incorrect; add unparseable to count those the grader could not decide as wrong too)"})
     seed: int = field(default=0, metadata={"help": "seed of the random generator (only random draws from it)"})
 
     def __post_init__(self):
@@ -92,8 +96,8 @@ class SelectConfig:
 def check_wrong_grades(grades) -> tuple[str, ...]:
     """``grades`` as a tuple, checked: a non-empty subset of :data:`WRONG_GRADES`."""
     grades = tuple(grades)
-    if not grades or not set(grades) <= set(WRONG_GRADES):
-        raise ValueError(f"wrong_grades must be one or more of {', '.join(WRONG_GRADES)}, not {grades}")
+    if not grades or not set(grades) <= set(WRONG_GRADE_CHOICES):
+        raise ValueError(f"wrong_grades must be one or more of {', '.join(WRONG_GRADE_CHOICES)}, not {grades}")
     return grades
 
 
@@ -317,19 +321,26 @@ def select(candidates: list[Solution], config: SelectConfig, rng: Random | None 
     return fn(candidates, c.k, rng, score=c.score, per_problem=c.per_problem)
 
 
-def summarise(chosen: list[Solution]) -> dict:
-    """Counts of a selection: how many, the wrong-answer share (None if any is ungraded), how many per problem.
+def summarise(chosen: list[Solution], wrong_grades: tuple[str, ...] = WRONG_GRADES,
+              candidates: list[Solution] | None = None) -> dict:
+    """Counts of a selection: how many, the wrong-answer share (None if any is ungraded), how many per
+    problem, and how many the grader could not decide (``ungradable``: grade ``unparseable``), among
+    the chosen and, given ``candidates``, in the pool.
 
     >>> from prmkit.schema import Problem, Solution
     >>> summarise([Solution.from_steps(Problem("q", id="a"), ["x"], grade=g) for g in ("correct", "incorrect")])
-    {'chosen': 2, 'problems': 1, 'wrong_share': 0.5, 'per_problem': {'a': 2}}
+    {'chosen': 2, 'problems': 1, 'wrong_share': 0.5, 'per_problem': {'a': 2}, 'ungradable': 0}
     """
     per_problem: dict[str, int] = {}
     for s in chosen:
         per_problem[problem_key(s)] = per_problem.get(problem_key(s), 0) + 1
     graded = all(s.grade is not None for s in chosen)
-    share = sum(s.grade in WRONG_GRADES for s in chosen) / len(chosen) if chosen and graded else None
-    return {"chosen": len(chosen), "problems": len(per_problem), "wrong_share": share, "per_problem": per_problem}
+    share = sum(s.grade in wrong_grades for s in chosen) / len(chosen) if chosen and graded else None
+    out = {"chosen": len(chosen), "problems": len(per_problem), "wrong_share": share, "per_problem": per_problem,
+           "ungradable": sum(s.grade == "unparseable" for s in chosen)}
+    if candidates is not None:
+        out["ungradable_in_pool"] = sum(s.grade == "unparseable" for s in candidates)
+    return out
 
 
 # --- the labelling app's registry -----------------------------------------------------------------

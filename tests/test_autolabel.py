@@ -234,7 +234,7 @@ def test_omegaprm_finds_mcs_first_error_wherever_the_values_are_monotone(pool):
         monotone += is_monotone
         agree += mc_first == omega_first
         n = len(o.texts)
-        assert len(info["probes"]) <= math.ceil(math.log2(n)) + (o.grade == "unparseable")
+        assert len(info["probes"]) <= math.ceil(math.log2(n)) + (o.answer is None)
         assert info["cost"]["rollouts"] == 8 * len(info["probes"]) < m.meta["autolabel"]["cost"]["rollouts"] + 8
         assert all(o.values[i] == m.values[i] for i in info["probes"])  # the same rollouts, the same values
         if is_monotone:
@@ -243,7 +243,7 @@ def test_omegaprm_finds_mcs_first_error_wherever_the_values_are_monotone(pool):
             assert counts[omega_first] == 0 and (omega_first == 0 or counts[omega_first - 1] > 0)
             assert omega_first >= mc_first
         else:  # only an unanswered solution whose last prefix still reaches the answer
-            assert o.grade == "unparseable" and counts[-1] > 0
+            assert o.answer is None and counts[-1] > 0
     assert monotone >= len(wrong) // 3, "too few monotone cases for the comparison to mean anything"
     assert agree >= monotone, f"omegaprm agrees with mc on {agree}/{len(wrong)} ({agree / len(wrong):.0%})"
     assert sum(len(o.meta["autolabel"]["probes"]) for o in by_omega) < 0.6 * sum(

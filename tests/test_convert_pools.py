@@ -47,7 +47,7 @@ def test_text_converts_with_ids_answers_and_grades(tmp_path, capsys):
     assert [s.id for s in sols] == ["0/0", "0/1", "1/0", "2/0"]
     assert [s.problem.id for s in sols] == ["0", "0", "1", "2"]
     assert [s.answer for s in sols] == ["5", "6", None, "1"]
-    assert [s.grade for s in sols] == ["correct", "incorrect", "unparseable", None]  # no gold: no grade
+    assert [s.grade for s in sols] == ["correct", "incorrect", "incorrect", None]  # no answer: wrong; no gold: no grade
     assert sols[1].texts == ["2 + 3 = 6. Then 6 it is.", "# Answer\n\n6"]  # newline: the paper's format
     assert sols[2].problem.answer == "42"
     assert sols[3].meta == {"model": "m", "prmkit_split": {"how": "newline"}}

@@ -102,3 +102,22 @@ def test_eval_bon_on_real_pools(shared_data, tmp_path, capsys):
     assert run_cli(["eval", "bon", str(gsm), "--out", str(tmp_path / "g"), "--name", "gsm8k"]) == 0
     g = json.loads((tmp_path / "g" / "gsm8k.json").read_text())["metrics"]
     assert g["pass@4"]["estimate"] > g["maj_acc@4"]["estimate"] > g["first_acc"]["estimate"]
+
+
+def test_eval_bon_reports_ungradable_samples_left_out(tmp_path, capsys):
+    """A sample whose grade is unparseable (a grader timeout) is left out of best-of-N and counted: were
+    it a wrong answer, the highest-scored sample here would make bon_acc@1 of the orm 0."""
+    path = tmp_path / "scored.jsonl"
+    sols = []
+    for p in range(3):
+        for answer, grade, score in (("1", "correct", 0.5), ("2", "unparseable", 0.9), ("3", "incorrect", 0.1)):
+            sols.append(Solution.from_steps(Problem(f"p{p}", answer="1", id=f"p{p}"), ["s1"], answer=answer,
+                                            grade=grade, scores={"orm": score}))
+    write_records(path, sols)
+    out = tmp_path / "run"
+    assert run_cli(["eval", "bon", str(path), "--score", "orm", "--n", "1,2", "--answer-key", "exact",
+                    "--bootstrap", "50", "--out", str(out)]) == 0
+    assert "3 samples left out as ungradable" in capsys.readouterr().out
+    result = json.loads((out / "bon.json").read_text())
+    assert result["pool"]["ungradable_left_out"] == 3 and result["pool"]["samples"] == 6
+    assert result["metrics"]["bon_acc@2[orm]"]["estimate"] == 1.0

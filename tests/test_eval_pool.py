@@ -30,7 +30,7 @@ def test_prmkit_pool_groups_by_problem_id_and_keeps_file_order(tmp_path):
     path = tmp_path / "scored.jsonl"
     write_records(path, [solution("a", "4", "correct", {"rm": 0.9}, [0.9, 0.5]),
                          solution("b", "5", "incorrect", {"rm": 0.2}, [0.3, 0.2]),
-                         solution("a", None, "unparseable", {"rm": 0.99}, [0.9, 0.9]),
+                         solution("a", None, "incorrect", {"rm": 0.99}, [0.9, 0.9]),
                          solution("a", "4.0", "correct", {}, [0.8, 0.7])])
     pool = load_pool(path, columns=["rm", "p:min", "p:product"], answer_key="exact")
     assert pool.format == "prmkit" and pool.problem_ids == ["a", "b"]
@@ -86,3 +86,16 @@ def test_real_candidate_pools(shared_data):
     assert (gsm.n_problems, gsm.n_samples, gsm.format) == (1319, 5276, "gsm8k-examples")
     assert (~gsm.has_answer).sum() == 11 and gsm.scores == {}
     assert gsm.nbytes < 100_000
+
+
+def test_ungradable_samples_are_left_out_and_counted(tmp_path):
+    """A sample the grader could not decide is no verdict: it is not a wrong answer in best-of-N."""
+    from prmkit.evaluate.curves import pool_summary
+    path = tmp_path / "scored.jsonl"
+    write_records(path, [solution("a", "4", "correct", {"rm": 0.1}, [0.1, 0.1]),
+                         solution("a", "5", "unparseable", {"rm": 0.99}, [0.9, 0.9]),
+                         solution("a", None, "incorrect", {"rm": 0.5}, [0.5, 0.5])])
+    pool = load_pool(path, columns=["rm"])
+    assert pool.n_samples == 2 and pool.ungradable == 1
+    assert pool.has_answer.tolist() == [True, False]
+    assert pool_summary(pool, 2)["ungradable_left_out"] == 1

@@ -108,7 +108,7 @@ def test_no_answer_rate():
     sols = pool(dataclasses.replace(OFF, no_answer_rate=0.1))
     cut = [s for s in sols if s.answer is None]
     assert within(len(cut), len(sols), 0.1)
-    assert all(s.grade == "unparseable" and not s.texts[-1].startswith("# Answer") for s in cut)
+    assert all(s.grade == "incorrect" and not s.texts[-1].startswith("# Answer") for s in cut)
 
 
 @pytest.mark.parametrize("kind", ["less", "twice", "again"])

@@ -71,8 +71,8 @@ def test_undo_and_thrice_of_the_ood_family():
 
 
 @pytest.mark.parametrize("answer,verdict", [("15", "correct"), (" 15 ", "correct"), ("16", "incorrect"),
-                                            ("-15", "incorrect"), (None, "unparseable"), ("", "unparseable"),
-                                            ("x", "unparseable")])
+                                            ("-15", "incorrect"), (None, "incorrect"), ("", "incorrect"),
+                                            ("x", "incorrect")])
 def test_grade_answer(answer, verdict):
     assert grade_answer(PROBLEM, answer) == verdict
 
@@ -82,7 +82,7 @@ def test_oracle_label_rates_every_step_with_reasons():
     out = oracle_label(s)
     assert out.label_source == "oracle" and out.ratings == [1, 1, -1]
     assert [st.meta["reason"] for st in out.steps] == ["correct", "correct", "skipped transaction"]
-    assert out.answer is None and out.grade == "unparseable"
+    assert out.answer is None and out.grade == "incorrect"  # no answer is a wrong answer
     assert extract_answer(RIGHT) == "15" and oracle_label(Solution.from_steps(PROBLEM, RIGHT)).grade == "correct"
 
 

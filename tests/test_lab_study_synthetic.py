@@ -68,7 +68,7 @@ def test_outcome_labels_from_the_large_prm():
     right_answer_wrong_step = sol(3, grade="correct")
     assert outcome_target(outcome_record(right_answer_wrong_step, np.array([0.0, 0.3, 0.0]), 0.2)) == 0.0
     assert outcome_target(outcome_record(sol(3, grade="incorrect"), np.array([0.0, 0.1, 0.1]), 0.2)) == 1.0
-    assert outcome_target(outcome_record(sol(3, answer=None, grade="unparseable"), np.zeros(3), 0.2)) == 0.0
+    assert outcome_target(outcome_record(sol(3, answer=None, grade="incorrect"), np.zeros(3), 0.2)) == 0.0
     assert outcome_record(sol(2), np.array([0.1, 0.25]), 0.3).outcome == 1.0  # the threshold is a setting
 
 

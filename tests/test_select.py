@@ -54,7 +54,7 @@ def groups(pool, per_problem):
 
 
 def is_wrong(s):
-    return s.grade != "correct"
+    return s.grade == "incorrect"  # the default: unparseable is no verdict, not a wrong answer
 
 
 def run_all(pool, k, per_problem, share=0.8, seed=0):
@@ -183,11 +183,22 @@ def test_wrong_share_is_the_quota_when_enough_wrong_answers_exist(rows, k, per_p
 @given(rows, ks, st.booleans(), shares)
 def test_wrong_grades_choose_what_counts_as_wrong(rows, k, per_problem, share):
     pool = make_pool(rows)
-    strict = convincing_wrong_answer(pool, k, wrong_share=share, per_problem=per_problem, wrong_grades=("incorrect",))
+    both = convincing_wrong_answer(pool, k, wrong_share=share, per_problem=per_problem,
+                                   wrong_grades=("incorrect", "unparseable"))
+    recount = make_pool([(p, "incorrect" if g == "unparseable" else g, sc) for p, g, sc in rows])
+    # counting unparseable as wrong is the same choice as if those samples were graded incorrect
+    assert [s.id for s in both] == [s.id for s in convincing_wrong_answer(recount, k, wrong_share=share,
+                                                                          per_problem=per_problem)]
+
+
+@SETTINGS
+@given(rows, ks, st.booleans(), shares)
+def test_by_default_ungradable_samples_count_as_not_wrong(rows, k, per_problem, share):
+    pool = make_pool(rows)
+    default = convincing_wrong_answer(pool, k, wrong_share=share, per_problem=per_problem)
     recount = make_pool([(p, "correct" if g == "unparseable" else g, sc) for p, g, sc in rows])
-    # counting only `incorrect` is the same choice as if the unparseable samples were graded correct
-    assert [s.id for s in strict] == [s.id for s in convincing_wrong_answer(recount, k, wrong_share=share,
-                                                                            per_problem=per_problem)]
+    assert [s.id for s in default] == [s.id for s in convincing_wrong_answer(recount, k, wrong_share=share,
+                                                                             per_problem=per_problem)]
 
 
 def test_wrong_grades_are_checked():
@@ -262,13 +273,16 @@ def test_cli_select(tmp_path, capsys):
     assert main(["select", "--score", "prm_min", "--k", "2", "--per-problem", "--wrong-share", "1",
                  str(src), str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary == {"chosen": 6, "problems": 3, "wrong_share": 1.0, "per_problem": {"p0": 2, "p1": 2, "p2": 2}}
-    assert [s.id for s in read_solutions(out)] == ["s1", "s2", "s5", "s6", "s9", "s10"]
-
-    # only `incorrect` counts: the unparseable s2, s6, s10 give way to the less convincing incorrect ones
-    assert main(["select", "--score", "prm_min", "--k", "2", "--per-problem", "--wrong-share", "1",
-                 "--wrong-grades", "incorrect", str(src), str(out)]) == 0
+    assert summary == {"chosen": 6, "problems": 3, "wrong_share": 1.0, "per_problem": {"p0": 2, "p1": 2, "p2": 2},
+                       "ungradable": 0, "ungradable_in_pool": 3}
+    # only `incorrect` counts by default: the unparseable s2, s6, s10 (no verdict) give way to incorrect ones
     assert [s.id for s in read_solutions(out)] == ["s1", "s3", "s5", "s7", "s9", "s11"]
+
+    # counted as wrong on request: the unparseable ones are the more convincing
+    assert main(["select", "--score", "prm_min", "--k", "2", "--per-problem", "--wrong-share", "1",
+                 "--wrong-grades", "incorrect,unparseable", str(src), str(out)]) == 0
+    assert [s.id for s in read_solutions(out)] == ["s1", "s2", "s5", "s6", "s9", "s10"]
+    assert json.loads(capsys.readouterr().out)["ungradable"] == 3
     capsys.readouterr()
     assert main(["select", "--wrong-grades", "correct", str(src), str(out)]) == 2
     assert "wrong_grades must be one or more of incorrect, unparseable" in capsys.readouterr().err

@@ -17,8 +17,10 @@ examples:
   prmkit label push --project gen-b --strategy in_order to_label.jsonl   (serve them in this order)
 
 IN holds prmkit records with solution scores (`prmkit score`) and, for convincing_wrong_answer,
-grades. A wrong answer is grade incorrect or unparseable (--wrong-grades); an ungraded candidate is
-an error. Prints a JSON summary: chosen, problems, wrong_share among the chosen, chosen per problem.
+grades. A wrong answer is grade incorrect (a solution with no answer included); unparseable, where the
+grader could not decide, is no verdict and not counted wrong unless --wrong-grades names it. An
+ungraded candidate is an error. Prints a JSON summary: chosen, problems, wrong_share among the chosen,
+chosen per problem, and the ungradable (unparseable) count among the chosen and in the pool.
 docs/labelling.md ("Choosing what to label") describes the strategies.
 """
 
@@ -51,7 +53,8 @@ def run_select(args: argparse.Namespace) -> int:
 
     config = SelectConfig(strategy=args.strategy, score=args.score, k=args.k, per_problem=args.per_problem,
                           wrong_share=args.wrong_share, wrong_grades=tuple(args.wrong_grades.split(",")), seed=args.seed)
-    chosen = select(list(read_solutions(args.input)), config)
+    candidates = list(read_solutions(args.input))
+    chosen = select(candidates, config)
     write_records(args.output, chosen, inputs=[args.input])
-    print(json.dumps(summarise(chosen)))
+    print(json.dumps(summarise(chosen, config.wrong_grades, candidates)))
     return 0

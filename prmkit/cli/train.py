@@ -42,7 +42,7 @@ ONLY_FOR = {
     "supervise": "prm", "neutral": "prm", "score_neutral": "prm", "label_source": "prm", "value_threshold": "prm", "alternatives": "prm",
     "allow_one_class": "prm", "aggregations": "prm", "default_aggregation": "prm",
     # an ORM's target is the solution's outcome
-    "outcome_source": "orm",
+    "outcome_source": "orm", "ungradable": "orm",
 }
 """TrainConfig fields that one kind of model reads: only ``prmkit train KIND`` of that kind offers them."""
 

@@ -115,10 +115,12 @@ def _flat_metrics(curves: dict, ns: list[int], first: np.ndarray) -> dict:
 
 
 def pool_summary(pool: Pool, m_pad: int) -> dict:
-    """What the numbers were computed on: sizes, answerless samples, grade conflicts within answer groups."""
+    """What the numbers were computed on: sizes, answerless samples, samples left out as ungradable (the
+    grader could not decide them), grade conflicts within answer groups."""
     return {"format": pool.format, "problems": pool.n_problems, "samples": pool.n_samples,
             "samples_per_problem": [int(pool.sizes.min()), int(pool.sizes.max())], "pad_to": m_pad,
             "answerless": int((~pool.has_answer).sum()), "correct": int(pool.correct.sum()),
+            "ungradable_left_out": pool.ungradable,
             "score_columns": {k: _missing(pool, k) for k in pool.scores},
             "answer_groups_with_mixed_grades": pool.group_conflicts}
 
@@ -183,4 +185,6 @@ def format_table(result: dict) -> str:
     lines.append(f"first_acc {100 * first['estimate'][0]:.1f} [{100 * first['ci_low'][0]:.1f}, "
                  f"{100 * first['ci_high'][0]:.1f}]   (accuracy %, 95% bootstrap CI over problems; "
                  f"±: Monte-Carlo standard error)")
-    return "\n".join(lines + missing_score_notes(result))
+    ungradable = result["pool"].get("ungradable_left_out", 0)
+    note = [f"{ungradable} samples left out as ungradable (grade unparseable: the grader could not decide them)"]
+    return "\n".join(lines + missing_score_notes(result) + (note if ungradable else []))

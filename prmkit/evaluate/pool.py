@@ -65,6 +65,10 @@ class Pool:
     scores: dict[str, np.ndarray] = field(default_factory=dict)
     format: str = "prmkit"
     group_conflicts: int = 0
+    ungradable: int = 0
+    """Samples left out because the grader could not decide them (grade ``unparseable``: a timeout, an
+    answer it failed to read). They are no verdict, so they neither use budget nor count right or wrong;
+    a sample with no answer is graded ``incorrect`` and stays in."""
     """Answer groups whose members carry different grades (the grader's equivalence and the file's grades disagree)."""
     truncated: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per score column, the samples without that score whose record says truncation at scoring dropped
@@ -155,6 +159,7 @@ class PoolBuilder:
         self.correct, self.has_answer = array("b"), array("b")
         self.scores: dict[str, array] = {c: array("d") for c in self.fixed_columns or []}
         self.lost: dict[str, array] = {}  # model NAME -> per sample: its record has NAME_steps_lost > 0
+        self.ungradable = 0  # samples the grader could not decide, left out (Pool.ungradable)
 
     def add(self, problem: str, answer: str | None, correct: bool, scores: dict[str, float] | None = None,
             solution_scores: dict | None = None) -> None:
@@ -214,6 +219,7 @@ class PoolBuilder:
                     np.frombuffer(self.has_answer, dtype=np.int8).astype(bool)[order], group,
                     {k: np.frombuffer(v, dtype=np.float64)[order] for k, v in self.scores.items()}, self.format)
         pool.group_conflicts = count_group_conflicts(pool)
+        pool.ungradable = self.ungradable
         pool.truncated = {name: self._truncated(name) for name in pool.scores}
         for name in self.fixed_columns or []:
             if np.isnan(pool.scores[name]).all():
@@ -312,14 +318,18 @@ def _chain(first, rest) -> Iterator:
 def _add_prmkit(builder: PoolBuilder, value: Any, columns: list[str] | None) -> None:
     sol = Solution.from_dict(value)
     key = sol.problem.id if sol.problem.id is not None else sol.problem.problem
-    builder.add(key, sol.answer, _grade_of(sol) == "correct", solution_scores(sol, columns), sol.scores)
+    grade = _grade_of(sol)
+    if grade == "unparseable":  # the grader could not decide: no verdict to evaluate (Pool.ungradable)
+        builder.ungradable += 1
+        return
+    builder.add(key, sol.answer, grade == "correct", solution_scores(sol, columns), sol.scores)
 
 
 def _grade_of(sol: Solution) -> str:
     if sol.grade is not None:
         return sol.grade
     if sol.answer is None or not sol.answer.strip():
-        return "unparseable"
+        return "incorrect"
     if sol.problem.answer is None:
         raise SchemaError("grade", "no grade and no problem.answer to grade against")
     from prmkit import grade

@@ -78,7 +78,7 @@ def to_solution(problem: Problem, sid: str, sample: Sample, cfg: GenerateConfig,
     steps, answer = continued_steps(sample.text, cfg, prefix_steps)
     verdict = None
     if problem.answer:
-        verdict = grade(answer, problem.answer).verdict if answer else "unparseable"
+        verdict = grade(answer, problem.answer).verdict  # no answer: incorrect (reason no-answer)
     return Solution(problem, [Step.of(t) for t in steps], id=sid, answer=answer, grade=verdict, generator=generator,
                     meta={"generation": {"finish_reason": sample.finish_reason, "tokens": sample.tokens}})
 

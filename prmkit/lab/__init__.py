@@ -12,13 +12,13 @@ The public API (everything is deterministic in its seed; same seed, same bytes o
 
     cfg = lab.preset("default")                    # LabConfig: domain, OOD family, generator, labellers, sizes
     pool = lab.generate_pool(cfg, seed=0, split="eval")   # list[Solution], 300 problems x 64 samples,
-                                                   # graded ("correct"/"incorrect"/"unparseable"), unlabelled
+                                                   # graded ("correct"/"incorrect"), unlabelled
     train = lab.generate_pool(cfg, seed=0, split="train") # 2,000 solutions to label (other problems)
     ood = lab.generate_pool(cfg, seed=0, split="ood")     # held-out family: new operations, longer chains
 
     lab.oracle_labels(sol)            # list[StepLabel]: .rating (+1/0/-1), .reason, .txn, for every step
     lab.oracle_label(sol)             # a copy rated by the oracle: label_source "oracle", Step.meta["reason"]
-    lab.grade_answer(sol.problem, "17")   # "correct" | "incorrect" | "unparseable" (None)
+    lab.grade_answer(sol.problem, "17")   # "correct" | "incorrect" (also for None: no answer)
     labelled = lab.label(train, cfg.labellers, seed=0)   # simulated labellers: noisy, timed, phase 2
     lab.pool_stats(pool)              # every rate: pass@1, maj_acc@64, pass@64, error shares, ...
     print(lab.format_stats(lab.pool_stats(pool)))

@@ -165,13 +165,14 @@ def oracle_labels(solution: Solution) -> list[StepLabel]:
 
 
 def grade_answer(problem: Problem, answer: str | None) -> str:
-    """``"correct"``, ``"incorrect"`` or ``"unparseable"`` (no answer, or not an integer)."""
+    """``"correct"`` or ``"incorrect"`` (a wrong answer, no answer, or not an integer: the oracle is exact,
+    so it always decides, and ``unparseable``, the grader failing to decide, never happens here)."""
     if answer is None or not answer.strip():
-        return "unparseable"
+        return "incorrect"
     try:
         value = int(answer.strip())
     except ValueError:
-        return "unparseable"
+        return "incorrect"
     return "correct" if value == ledger_of(problem.problem).answer else "incorrect"
 
 

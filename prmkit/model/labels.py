@@ -116,19 +116,33 @@ def step_targets(ratings: list, values: list | None = None, *, n_outputs: int = 
     return out
 
 
-def outcome_target(solution, source: str = "auto") -> float | None:
-    """The ORM target of a solution: its ``outcome`` label, else its ``grade`` (correct 1, incorrect or
-    unparseable 0); with ``source="grade"`` or ``"outcome"`` only that field. None when unknown.
+UNGRADABLE_POLICIES = ("skip", "negative")
+"""What an ORM makes of a solution the grader could not decide (grade ``unparseable``: a timeout, an
+answer it failed to parse). ``skip`` (the default): no target, the solution is left out and counted;
+``negative``: a target of 0, as prmkit did before it told such a grade from a missing answer (a
+solution with no answer is graded ``incorrect`` and is a negative either way)."""
+
+
+def outcome_target(solution, source: str = "auto", ungradable: str = "skip") -> float | None:
+    """The ORM target of a solution: its ``outcome`` label, else its ``grade`` (correct 1, incorrect 0,
+    unparseable by ``ungradable``: see :data:`UNGRADABLE_POLICIES`); with ``source="grade"`` or
+    ``"outcome"`` only that field. None when unknown.
 
     >>> from prmkit.schema import Solution
     >>> outcome_target(Solution.from_steps("q", ["a"], grade="correct")), outcome_target(Solution.from_steps("q", ["a"]))
     (1.0, None)
+    >>> [outcome_target(Solution.from_steps("q", ["a"], grade="unparseable"), ungradable=p) for p in UNGRADABLE_POLICIES]
+    [None, 0.0]
     """
     if source not in ("auto", "grade", "outcome"):
         raise ValueError(f"unknown outcome source {source!r} (expected auto, grade or outcome)")
+    if ungradable not in UNGRADABLE_POLICIES:
+        raise ValueError(f"unknown ungradable policy {ungradable!r} (expected {' or '.join(UNGRADABLE_POLICIES)})")
     if source in ("auto", "outcome") and solution.outcome is not None:
         return float(solution.outcome)
     if source in ("auto", "grade") and solution.grade is not None:
+        if solution.grade == "unparseable":
+            return None if ungradable == "skip" else 0.0
         return 1.0 if solution.grade == "correct" else 0.0
     return None
 

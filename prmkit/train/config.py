@@ -91,6 +91,9 @@ class TrainConfig:
                                        "the soft values themselves")
     outcome_source: str = _f("auto", "orm target: auto (the file's outcome, else its grade), grade, or outcome",
                              choices=("auto", "grade", "outcome"))
+    ungradable: str = _f("skip", "orm: a solution the grader could not decide (grade unparseable: a timeout, an "
+                         "unreadable answer): skip it (counted in the data report) or make it a negative",
+                         choices=("skip", "negative"))
     # formatting (saved with the model; scoring uses the same)
     separator: str = _f("\n", "text after every step")
     marker: str = _f("<step>", "token ending every step (added when new; '' for none: the step's last token)")

@@ -61,28 +61,32 @@ class DataReport:
     truncation: TruncationReport = field(default_factory=TruncationReport)
 
     alternatives: int = 0
+    ungradable: int = 0
+    """ORM solutions whose grade says the grader could not decide, left out (``ungradable="skip"``)."""
 
     def summary(self) -> str:
         classes = ", ".join(f"{k} {v}" for k, v in sorted(self.targets.items()))
         alts = f" (of them {self.alternatives} rated alternatives of a step)" if self.alternatives else ""
+        ungradable = f"; {self.ungradable} ungradable (grader undecided) left out" if self.ungradable else ""
         return (f"{self.examples} examples{alts} from {self.solutions} solutions ({self.no_targets} without a "
-                f"target after truncation/supervision); {self.supervised} supervised targets"
+                f"target after truncation/supervision{ungradable}); {self.supervised} supervised targets"
                 f"{f' ({classes})' if classes else ''}; {self.truncation.summary()}")
 
     def to_dict(self) -> dict:
         return {"solutions": self.solutions, "examples": self.examples, "no_targets": self.no_targets,
                 "supervised": self.supervised, "targets": dict(self.targets), "alternatives": self.alternatives,
+                "ungradable": self.ungradable,
                 "truncation": self.truncation.to_dict()}
 
 
 def solution_targets(sol, kind: str, n_outputs: int, neutral: str, supervise: str, label_source: str,
-                     outcome_source: str, value_threshold: float | None = None) -> list | None:
+                     outcome_source: str, value_threshold: float | None = None, ungradable: str = "skip") -> list | None:
     """PRM: one target (or None) per step. ORM: None on every step but the last, which carries the
     outcome; None when the solution has no outcome."""
     if kind == "prm":
         return step_targets(sol.ratings, sol.values, n_outputs=n_outputs, neutral=neutral, supervise=supervise,
                             source=label_source, threshold=value_threshold)
-    outcome = outcome_target(sol, outcome_source)
+    outcome = outcome_target(sol, outcome_source, ungradable)
     if outcome is None or not sol.texts:
         return None
     if n_outputs == 3:
@@ -117,8 +121,11 @@ def alternative_prefixes(sol, supervise: str = "all") -> list[tuple[list[str], i
 def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm", n_outputs: int = 2,
                    neutral: str = "positive", supervise: str = "first_error", label_source: str = "rating",
                    outcome_source: str = "auto", alternatives: bool = False,
-                   value_threshold: float | None = None) -> tuple[list[Example], DataReport]:
+                   value_threshold: float | None = None, ungradable: str = "skip") -> tuple[list[Example], DataReport]:
     """Format every solution with its targets. Solutions left with no supervised target are counted, not used.
+
+    An ORM's solutions graded ``unparseable`` follow ``ungradable`` (:data:`prmkit.model.labels.UNGRADABLE_POLICIES`);
+    skipped ones are counted in ``report.ungradable``.
 
     For an ORM whose last step is truncated away, the target is lost (counted in ``no_targets``).
     ``alternatives`` (PRM): each of :func:`alternative_prefixes` is one more example, supervised at its last
@@ -126,8 +133,11 @@ def build_examples(solutions, tokenizer, fmt: FormatConfig, *, kind: str = "prm"
     """
     solutions = list(solutions)
     report = DataReport()
-    targets = [solution_targets(sol, kind, n_outputs, neutral, supervise, label_source, outcome_source, value_threshold)
-               for sol in solutions]
+    targets = [solution_targets(sol, kind, n_outputs, neutral, supervise, label_source, outcome_source, value_threshold,
+                                ungradable) for sol in solutions]
+    if kind == "orm" and ungradable == "skip":
+        report.ungradable = sum(t is None and outcome_target(s, outcome_source, "negative") is not None
+                                for s, t in zip(solutions, targets))
     rows = [(i, sol.problem.problem, sol.texts, t or [None] * len(sol.texts))
             for i, (sol, t) in enumerate(zip(solutions, targets))]
     n_main = len(rows)

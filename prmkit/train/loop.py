@@ -175,7 +175,7 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
     else:
         kw = {"kind": cfg.kind, "n_outputs": cfg.classes, "neutral": cfg.neutral, "supervise": cfg.supervise,
               "label_source": cfg.label_source, "outcome_source": cfg.outcome_source, "alternatives": cfg.alternatives,
-              "value_threshold": cfg.value_threshold}
+              "value_threshold": cfg.value_threshold, "ungradable": cfg.ungradable}
         train, report = build_examples(train_sols, tokenizer, fmt, **kw)
         held, eval_report = build_examples(eval_sols, tokenizer, fmt, **kw)
     accelerator.print(f"train: {report.summary()}")

@@ -86,8 +86,8 @@ class ActiveConfig:
     wrong_share: float = field(default=0.8, metadata={
         "help": "share of each active set that is the most convincing wrong answers (the paper's 0.8)"})
     wrong_grades: tuple[str, ...] = field(default=WRONG_GRADES, metadata={
-        "help": "grades the selection counts as a wrong answer (prmkit.select.WRONG_GRADES); 'incorrect' alone "
-                "leaves out samples cut off before their answer"})
+        "help": "grades the selection counts as a wrong answer (prmkit.select.WRONG_GRADES); a sample cut off "
+                "before its answer is incorrect, and the lab's oracle never leaves a sample unparseable"})
     count_selector: bool = field(default=True, metadata={
         "help": "headline: count the selector's labels in the active arm's budget (the strict view); both "
                 "views are always reported"})

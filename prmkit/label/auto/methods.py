@@ -27,10 +27,13 @@ from prmkit.schema import Completion, Solution, Step
 
 
 def final_verdict(solution: Solution, grade) -> str:
-    """The grade of a solution's own final answer (what its last prefix reaches), by the rollouts' grader."""
+    """The grade of a solution's own final answer (what its last prefix reaches), by the rollouts' grader;
+    ``"no answer"`` for a solution cut off before its answer, whose last prefix may still reach one (so
+    it is rolled out, not known wrong, though the solution itself grades incorrect)."""
     from prmkit.grade import extract_answer
 
-    return grade(solution.problem, extract_answer("\n".join(solution.texts)))
+    answer = extract_answer("\n".join(solution.texts))
+    return "no answer" if answer is None else grade(solution.problem, answer)
 
 
 def labelled(solution: Solution, ratings: list, values: list | None, source: str, found: dict, cost: dict,

@@ -91,9 +91,9 @@ def answer_grader(problem: Problem, answer: str | None) -> str:
     """prmkit's grader (:func:`prmkit.grade.grade`) of a rollout's answer against the problem's."""
     from prmkit.grade import grade
 
-    if not answer or not problem.answer:
-        return "unparseable"
-    return grade(answer, problem.answer).verdict
+    if not problem.answer:
+        return "unparseable"  # nothing to grade against: no verdict
+    return grade(answer, problem.answer).verdict  # a rollout with no answer is incorrect
 
 
 def grader_name(grade: Callable) -> str:

@@ -149,3 +149,16 @@ def test_batch_plan_partitions(lengths, group, epoch, by_length):
     for g in groups:
         parts = micro_batches(g, lengths, 2)
         assert sorted(i for p in parts for i in p) == sorted(g)
+
+
+def test_orm_leaves_ungradable_solutions_out_and_counts_them():
+    """A grade of unparseable (the grader could not decide) is no label unless asked for as a negative."""
+    import dataclasses
+    sols = make_solutions(6, seed=0)
+    sols = [dataclasses.replace(s, grade="unparseable", outcome=None) if i % 3 == 0 else s for i, s in enumerate(sols)]
+    examples, report = build_examples(sols, TOK, FormatConfig(), kind="orm")
+    assert report.ungradable == 2 and len(examples) == 4 and "2 ungradable" in report.summary()
+    assert report.to_dict()["ungradable"] == 2
+    examples, report = build_examples(sols, TOK, FormatConfig(), kind="orm", ungradable="negative")
+    assert report.ungradable == 0 and len(examples) == 6
+    assert [ex.targets[-1][0] for ex in examples][0] == 0.0

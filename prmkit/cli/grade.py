@@ -16,11 +16,12 @@ EPILOG = """\
 input: JSON Lines (or a JSON array), one object per pair, e.g.
   {"given": "so the answer is \\\\boxed{\\\\frac{1}{2}}", "gold": "0.5", "id": "q17"}
 "given" may be a whole solution (its # Answer, \\boxed{} or #### is extracted) or a bare answer;
-null means no answer (graded unparseable). Other keys are copied to the output.
+null means no answer (graded incorrect, reason no-answer). Other keys are copied to the output.
 
-output (--out): each input object plus "grade" (correct / incorrect / unparseable), "grade_reason"
-(why: equal-normalized, equal-symbolic, different-number, timeout, ...) and, with --audit,
-"audit_grade" from the other grader.
+output (--out): each input object plus "grade" (correct / incorrect / unparseable: the grader could
+not decide, never a wrong answer), "grade_reason" (why: equal-normalized, equal-symbolic,
+different-number, different-unit, no-answer, timeout, ...), "grade_detail" (for unparseable: the
+parse error or the deadline) and, with --audit, "audit_grade" from the other grader.
 
 examples:
   prmkit grade pairs.jsonl --out graded.jsonl
@@ -73,6 +74,8 @@ def run(args: argparse.Namespace) -> int:
         with atomic_output(args.out, inputs=[args.pairs]) as f:
             for i, (raw, value, result) in enumerate(kept):
                 extra = {"grade": result.verdict, "grade_reason": result.reason}
+                if result.verdict == "unparseable" and result.detail:  # why the grader could not decide
+                    extra["grade_detail"] = result.detail
                 if audit is not None:
                     extra["audit_grade"] = audit[i]
                 f.write(dumps(dict(value, **extra)) + "\n")

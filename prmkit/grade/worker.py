@@ -14,6 +14,7 @@ True
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -45,7 +46,7 @@ def compare(job: dict) -> dict:
     if job.get("grader") == "prm800k":
         from prmkit.grade.prm800k import grade_answer
         return {"equal": grade_answer(job["given"], job["gold"])}
-    gold = [c for c in parse(job["gold"], PARSE_CONFIG, parsing_timeout=None, raise_on_error=True) if _finite(c)]
+    gold = _parse_gold(job["gold"])
     if not gold:
         return {"unparsed": "gold"}
     try:
@@ -67,6 +68,13 @@ def compare(job: dict) -> dict:
     if errors:
         out["error"] = "; ".join(errors)
     return out
+
+
+@functools.lru_cache(maxsize=2048)
+def _parse_gold(text: str) -> list:
+    """The gold side's candidates, parsed once per gold text: a pool grades many answers against one gold.
+    (A parse error is not cached: it raises, and goes back to the parent as the error it is.)"""
+    return [c for c in parse(text, PARSE_CONFIG, parsing_timeout=None, raise_on_error=True) if _finite(c)]
 
 
 def _reference(job: dict) -> dict:

@@ -23,8 +23,8 @@ the ``rng`` (only :func:`random_sample` draws from it).
 >>> pool = [Solution.from_steps(Problem("1+1?", id="p1"), ["x"], id=f"s{i}", grade=g, scores={"prm_min": p})
 ...         for i, (g, p) in enumerate([("correct", 0.9), ("incorrect", 0.8), ("incorrect", 0.3),
 ...                                     ("unparseable", 0.6), ("correct", 0.5)])]
->>> [s.id for s in convincing_wrong_answer(pool, 3, Random(0), wrong_share=0.67)]
-['s0', 's1', 's3']
+>>> [s.id for s in convincing_wrong_answer(pool, 3, Random(0), wrong_share=0.67)]  # s3: no verdict, not wrong
+['s0', 's1', 's2']
 >>> [s.id for s in top_k(pool, 2, Random(0))], [s.id for s in uncertainty(pool, 2, Random(0))]
 (['s0', 's1'], ['s4', 's3'])
 >>> select(pool, SelectConfig("top_k", score="prm_min", k=1))[0].id

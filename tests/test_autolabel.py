@@ -71,11 +71,12 @@ def pool() -> list[Solution]:
 
 
 def rolled_prefixes(solutions) -> list[tuple[str, tuple[str, ...]]]:
-    """Every (problem, prefix) mc rolls out: each step's, but the last where the solution's own answer is graded."""
+    """Every (problem, prefix) mc rolls out: each step's, but the last where the solution gives an answer
+    (graded; one cut off before its answer may still reach one, so its last prefix is rolled out)."""
     out = []
     for s in solutions:
         n = len(s.texts)
-        last = n - 1 if grade_answer(s.problem, extract_answer(s.texts)) in ("correct", "incorrect") else n
+        last = n - 1 if extract_answer(s.texts) is not None else n
         out += [(s.problem.problem, tuple(s.texts[:i + 1])) for i in range(last)]
     return out
 

@@ -62,7 +62,7 @@ def grade_of(answer: str | None, gold: str | None, correct: bool | None) -> str 
 
     >>> (grade_of("5", "4", True), grade_of("5", "4", None), grade_of(None, "4", None),
     ...  grade_of("5", None, None))
-    ('correct', 'incorrect', 'unparseable', None)
+    ('correct', 'incorrect', 'incorrect', None)
     """
     if correct is not None:
         return "correct" if correct else "incorrect"

@@ -21,7 +21,7 @@ carries an earlier mistake forward is still +1 (the mistake was rated where it w
 >>> [(l.rating, l.reason) for l in oracle_labels(s)]  # C "again" repeats B: "- 6", and 20 - 6 is right
 [(1, 'correct'), (0, 'neutral check'), (-1, 'wrong restatement'), (1, 'correct'), (1, 'answer')]
 >>> grade_answer(p, "14"), grade_answer(p, "2"), grade_answer(p, None)
-('incorrect', 'correct', 'unparseable')
+('incorrect', 'correct', 'incorrect')
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 >>> from prmkit.lab.config import preset
 >>> pool = generate_pool(preset("quick"), seed=0, split="ood")
->>> len(pool), pool[0].problem.subject, pool[0].grade in ("correct", "incorrect", "unparseable")
+>>> len(pool), pool[0].problem.subject, pool[0].grade in ("correct", "incorrect")
 (320, 'ledger-ood', True)
 """
 

@@ -31,6 +31,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prmkit.grade import GradeError, SymbolicPool, grade_many
+from prmkit.grade.report import agreement_rows, speed_rows
+from prmkit.lab.stack import GRADE_PACKAGES, numeric_stack
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("PRMKIT_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -84,25 +86,30 @@ def _says_correct(result) -> bool:
     return not isinstance(result, GradeError) and result.correct
 
 
-def agreement_table(pairs, verdicts: dict[str, list[bool]]) -> list[str]:
-    lines = [f"  {'source':<11}{'pairs':>6}" + "".join(f"{g + ' right':>18}{'accepts wrong':>15}{'rejects right':>15}"
-                                                      for g in verdicts)]
+def agreement(pairs, verdicts: dict[str, list[bool]]) -> dict:
+    """Per source (and all): pairs, and per grader right / accepts wrong / rejects right counts."""
+    out = {}
     for source in [*dict.fromkeys(p[0] for p in pairs), "all"]:
         idx = [i for i, p in enumerate(pairs) if source in ("all", p[0])]
-        row = f"  {source:<11}{len(idx):>6}"
-        for says in verdicts.values():
-            right = sum(says[i] == pairs[i][3] for i in idx)
-            accepts = sum(says[i] and not pairs[i][3] for i in idx)
-            rejects = sum(pairs[i][3] and not says[i] for i in idx)
-            row += f"{right:>11} {right / len(idx):6.1%}{accepts:>15}{rejects:>15}"
-        lines.append(row)
-    return lines
+        out[source] = {"pairs": len(idx)}
+        for grader, says in verdicts.items():
+            out[source][grader] = {"right": sum(says[i] == pairs[i][3] for i in idx),
+                                   "accepts_wrong": sum(says[i] and not pairs[i][3] for i in idx),
+                                   "rejects_right": sum(pairs[i][3] and not says[i] for i in idx)}
+    return out
+
+
+def _print_table(header: list[str], rows: list[list[str]]) -> None:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    for r in [header, *rows]:
+        print("  ".join(c.rjust(w) for c, w in zip(r, widths)))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="prmkit worker processes "
                         "(default: one per core)")
+    parser.add_argument("--summary", metavar="JSON", help="also write the numbers to this file")
     args = parser.parse_args()
     pairs = load_pairs()
     n = len(pairs)
@@ -114,19 +121,26 @@ def main() -> None:
         _, ours_warm = run_prmkit(pairs, pool)
     finally:
         pool.close()
-    sources = collections.Counter(p[0] for p in pairs)
-    print(f"{n} pairs (" + ", ".join(f"{v} {k}" for k, v in sources.items()) + ")")
-    for name, cold, warm, how in (("math-verify", mv_cold, mv_warm, "in process, main thread"),
-                                  ("prmkit", ours_cold, ours_warm, f"{args.workers} workers")):
-        print(f"{name:<12} cold {cold:6.2f} s {n / cold:8.1f} pairs/s   warm {warm:6.2f} s {n / warm:8.1f} pairs/s"
-              f"  ({how})")
-    print(f"ratio prmkit/math-verify: cold {mv_cold / ours_cold:.2f}x, warm {mv_warm / ours_warm:.2f}x")
-    reasons = collections.Counter(getattr(r, "reason", "error") for r in ours)
-    print("prmkit reasons: " + ", ".join(f"{k} {v}" for k, v in reasons.most_common()))
+    summary = {
+        "bench": "bench/bench_grade.py", "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "pairs": n,
+        "graders": ["math-verify", "prmkit"],
+        "how": {"math-verify": "README usage, in process, main thread", "prmkit": f"grade_many, {args.workers} workers"},
+        "seconds": {"math-verify": {"cold": mv_cold, "warm": mv_warm}, "prmkit": {"cold": ours_cold, "warm": ours_warm}},
+        "sources": agreement(pairs, {"math-verify": mv, "prmkit": [_says_correct(r) for r in ours]}),
+        "prmkit_reasons": dict(collections.Counter(getattr(r, "reason", "error") for r in ours).most_common()),
+        "prmkit_timeouts": sum(getattr(r, "reason", "") == "timeout" for r in ours),
+        "prmkit_errors": sum(isinstance(r, GradeError) for r in ours),
+        "stack": numeric_stack(GRADE_PACKAGES),
+    }
+    print(f"{n} pairs (" + ", ".join(f"{v['pairs']} {k}" for k, v in summary["sources"].items() if k != "all") + ")")
+    _print_table(*speed_rows(summary))
+    print("prmkit reasons: " + ", ".join(f"{k} {v}" for k, v in summary["prmkit_reasons"].items()))
     print("\nagainst the right verdict (strict mode; 'accepts wrong' is the failure that becomes a false label)")
-    print("\n".join(agreement_table(pairs, {"math-verify": mv, "prmkit": [_says_correct(r) for r in ours]})))
-    hung = sum(getattr(r, "reason", "") == "timeout" for r in ours)
-    print(f"prmkit timeouts: {hung}; errors: {sum(isinstance(r, GradeError) for r in ours)}")
+    _print_table(*agreement_rows(summary))
+    print(f"prmkit timeouts: {summary['prmkit_timeouts']}; errors: {summary['prmkit_errors']}")
+    if args.summary:
+        Path(args.summary).write_text(json.dumps(summary, indent=1) + "\n")
+        print(f"wrote {args.summary} (publish: copy to docs/results/bench-grade.json, run scripts/docs_tables.py)")
 
 
 if __name__ == "__main__":

@@ -229,8 +229,10 @@ def _prepare(given: str | None, gold: str, mode: str) -> GradeResult | _Prepared
     if not given_answer or (found is None and count_boxes(given)):  # a box cut off mid-answer: no answer
         return GradeResult("incorrect", "no-answer", None, gold_answer, "", gold_key)
     prepared = _Prepared(given_answer, gold_answer, normalize(given_answer), gold_key, {})
-    decided = _fast(prepared, given, gold, mode)
-    if decided is not None:
+    decided = _fast(prepared, mode)
+    # With several boxes the last one may be an intermediate result ("... \\boxed{255}. The final answer
+    # is $10,455$"): a match is safe to take, a mismatch goes to Math-Verify, which reads the whole text.
+    if decided is not None and (decided.correct or count_boxes(given) < 2):
         return decided
     prepared.job = {"given": _for_math_verify(given, given_answer), "gold": gold_job, "mode": mode}
     return prepared
@@ -251,7 +253,7 @@ def _prepare_or_error(index: int, given, gold, mode: str):
         raise type(e)(f"pair {index}: {e}") from None
 
 
-def _fast(p: _Prepared, given_text: str, gold_text: str, mode: str) -> GradeResult | None:
+def _fast(p: _Prepared, mode: str) -> GradeResult | None:
     """Decide from strings alone when that is safe; None hands the pair to the symbolic step."""
     a, b = exact_number(p.given_key), exact_number(p.gold_key)
     by_units = compare_units(p.given, p.gold, mode, (a, b))
@@ -262,7 +264,7 @@ def _fast(p: _Prepared, given_text: str, gold_text: str, mode: str) -> GradeResu
         return p.result("different-collection", f"{kinds[0]} against {kinds[1]}")
     if p.given_key == p.gold_key:
         return p.result("equal-normalized")
-    if a is not None and b is not None and not _percent(given_text + gold_text):
+    if a is not None and b is not None and not _percent(p.given + p.gold):  # the answers, not the prose
         if _numbers_differ(p.given, p.gold, a, b):
             return p.result("different-number")
     decided = _by_entries(p)

@@ -186,6 +186,16 @@ def _study_rows(study: str, name: str):
     return render
 
 
+def _grade_rows(name: str):
+    """The grading benchmark's tables (:mod:`prmkit.grade.report`), shared with its terminal output."""
+    def render(summary: dict) -> str:
+        from prmkit.grade import report
+
+        return markdown(*getattr(report, f"{name}_rows")(summary))
+
+    return render
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
@@ -201,6 +211,7 @@ TABLES = {
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
     **{f"autolabel-{name}": _study_rows("autolabel", name)
        for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples")},
+    **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed")},
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
 }
 """Every generated table, by the name a doc's marker uses."""

@@ -12,6 +12,8 @@ from pathlib import Path
 
 PACKAGES = ("torch", "transformers", "tokenizers", "accelerate", "peft", "safetensors", "numpy")
 """What the lab's numbers depend on (training, features, scoring, the estimators)."""
+GRADE_PACKAGES = ("math-verify", "latex2sympy2_extended", "sympy")
+"""What the grading benchmark's numbers also depend on (``bench/bench_grade.py``: the symbolic step)."""
 RL_PACKAGES = ("trl",)
 """What the numbers of a study that trains a policy also depend on (``prmkit lab study pressure``: TRL's GRPO)."""
 

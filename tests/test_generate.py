@@ -237,3 +237,23 @@ def test_a_rerun_with_other_settings_is_refused(lm_dir, problems_file, tmp_path)
         generate_file(problems_file, out, GenerateConfig(**{**cfg.__dict__, "n": 2, "temperature": 0.5}))
     assert generate_file(problems_file, out, GenerateConfig(**{**cfg.__dict__, "n": 2, "temperature": 0.5,
                                                                "resume": False}))["written"] == 8
+
+
+def test_an_ungradable_sample_keeps_why_in_its_record(monkeypatch):
+    """A grader that could not decide leaves its reason and error text in the record, not only the verdict."""
+    from prmkit import grade as grading
+    from prmkit.generate import run as generate_run
+    from prmkit.generate.backend import Sample
+    from prmkit.schema import Problem
+
+    def undecided(given, gold, *args, **kwargs):
+        return grading.GradeResult("unparseable", "given-unparsed", given, gold, detail="LaTeXParseError: bad")
+
+    monkeypatch.setattr(grading, "grade", undecided)
+    sample = Sample(text="Step one.\n\n# Answer\n\n\\frac{", tokens=9, finish_reason="stop")
+    sol = generate_run.to_solution(Problem("q", answer="1"), "q/0", sample, generate_run.GenerateConfig(), None)
+    assert sol.grade == "unparseable"
+    assert sol.meta["grading"] == {"reason": "given-unparsed", "detail": "LaTeXParseError: bad"}
+    monkeypatch.undo()
+    graded = generate_run.to_solution(Problem("q", answer="1"), "q/0", sample, generate_run.GenerateConfig(), None)
+    assert graded.grade in ("correct", "incorrect") and "grading" not in graded.meta

@@ -120,23 +120,39 @@ CASES = [json.loads(line) for line in CASES_FILE.read_text().splitlines()]
 reason (``why``) and Math-Verify's own verdict on it as last measured (``math_verify``)."""
 
 
+def pair_of(case: dict, request) -> tuple[str | None, str]:
+    """The case's (given, gold): written in the table, or, for a real model output (``ref``), read from
+    ../shared/data (the test skips where that is absent)."""
+    if "ref" not in case:
+        return case["given"], case["gold"]
+    data = request.getfixturevalue("shared_data")
+    kind, *index = case["ref"].split(":")
+    if kind == "qwen25math":
+        row = json.loads((data / "candidates" / "qwen25math_math_cot_100.jsonl").read_text().splitlines()[int(index[0])])
+        return row["code"][int(index[1])], row["gt"]
+    assert kind == "mv-case", case["ref"]
+    found = [c for c in json.loads((data / "answers" / "math_verify_test_cases.json").read_text())
+             if c["id"] == int(index[0])]
+    return found[0]["pred"], found[0]["gold"]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[f"{i + 1}-{c['cls']}" for i, c in enumerate(CASES)])
-def test_regression_table(case, pool):
-    result = grade(case["given"], case["gold"], case["mode"], pool=pool)
+def test_regression_table(case, pool, request):
+    result = grade(*pair_of(case, request), case["mode"], pool=pool)
     assert (result.verdict, result.reason) == (case["verdict"], case["reason"]), (case["why"], result.detail)
     assert result.verdict in GRADES
 
 
-def test_math_verify_verdicts_in_the_table_are_current(pool):
+@pytest.mark.parametrize("case", CASES, ids=[f"{i + 1}-{c['cls']}" for i, c in enumerate(CASES)])
+def test_math_verify_verdicts_in_the_table_are_current(case, pool, request):
     """The table's ``math_verify`` column is what Math-Verify says today, so the comparison below holds."""
-    seen = [reference_grade(c["given"], c["gold"], "math-verify", pool=pool) for c in CASES]
-    assert seen == [c["math_verify"] for c in CASES]
+    assert reference_grade(*pair_of(case, request), "math-verify", pool=pool) == case["math_verify"]
 
 
 def test_table_holds_every_class_math_verify_gets_wrong():
     """The classes of the issue, each with a case where Math-Verify is wrong and prmkit right."""
     truth_wrong = {"accepted": set(), "rejected": set()}
-    for c in CASES:
+    for c in CASES:  # the table's verdicts are checked above; here, that every class is there
         if c["math_verify"] == "correct" and c["verdict"] == "incorrect":
             truth_wrong["accepted"].add(c["cls"])
         if c["math_verify"] == "incorrect" and c["verdict"] == "correct":
@@ -387,3 +403,14 @@ def test_qwen_candidate_answers_grade_as_recorded(shared_data):
     differ = {k for k, r in zip(keys, results) if r.correct != rows[k[0]]["score"][k[1]]}
     assert differ == set(QWEN_DIFFERS)
     assert all(r.verdict != "unparseable" for r in results)
+
+
+def test_gsm8k_example_solutions_grade_as_recorded(shared_data):
+    """5,276 real model solutions (four models on GSM8K test) with their recorded correctness."""
+    from prmkit.convert.candidates import GSM8K_EXAMPLE_MODELS, gsm8k_example_answer
+    rows = [json.loads(line) for line in
+            (shared_data / "candidates" / "gsm8k_example_model_solutions.jsonl").read_text().splitlines()]
+    pairs = [(gsm8k_example_answer(r[m]["solution"]), gsm8k_example_answer(r["ground_truth"]), r[m]["is_correct"])
+             for r in rows for m in GSM8K_EXAMPLE_MODELS]
+    results = grade_many([(given, gold) for given, gold, _ in pairs])
+    assert [r.correct for r in results] == [right for *_, right in pairs]

@@ -76,11 +76,14 @@ def to_solution(problem: Problem, sid: str, sample: Sample, cfg: GenerateConfig,
     from prmkit.grade import grade
 
     steps, answer = continued_steps(sample.text, cfg, prefix_steps)
-    verdict = None
+    verdict, meta = None, {"generation": {"finish_reason": sample.finish_reason, "tokens": sample.tokens}}
     if problem.answer:
-        verdict = grade(answer, problem.answer).verdict  # no answer: incorrect (reason no-answer)
+        result = grade(answer, problem.answer)  # no answer: incorrect (reason no-answer)
+        verdict = result.verdict
+        if verdict == "unparseable":  # the grader could not decide: keep why, not only the verdict
+            meta["grading"] = {"reason": result.reason, "detail": result.detail}
     return Solution(problem, [Step.of(t) for t in steps], id=sid, answer=answer, grade=verdict, generator=generator,
-                    meta={"generation": {"finish_reason": sample.finish_reason, "tokens": sample.tokens}})
+                    meta=meta)
 
 
 def _id(record: dict) -> str:

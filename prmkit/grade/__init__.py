@@ -230,7 +230,7 @@ def _prepare(given: str | None, gold: str, mode: str) -> GradeResult | _Prepared
         return GradeResult("incorrect", "no-answer", None, gold_answer, "", gold_key)
     prepared = _Prepared(given_answer, gold_answer, normalize(given_answer), gold_key, {})
     decided = _fast(prepared, mode)
-    # With several boxes the last one may be an intermediate result ("... \\boxed{255}. The final answer
+    # With several boxes the last one may be an intermediate result ("... \boxed{255}. The final answer
     # is $10,455$"): a match is safe to take, a mismatch goes to Math-Verify, which reads the whole text.
     if decided is not None and (decided.correct or count_boxes(given) < 2):
         return decided

@@ -1,0 +1,213 @@
+"""The plans domain: the exact search against brute force, the oracle's every rating reason by hand,
+properties of the ratings along random plans, and determinism of the family."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prmkit.lab.plans import OOD, REASONS, PlansConfig, best_finish, label_texts, make_problem, make_problems, parse_problem
+from prmkit.lab.plans.domain import NEVER, PROBLEM_TEXT, Plan, Task, day_options, make_plan, one_best_schedule
+from prmkit.lab.plans.oracle import error_kind, grade_answer
+from prmkit.schema import Problem
+
+SMALL = PlansConfig(tasks=(3, 6))
+SMALL_VAN = PlansConfig(family="plans-van", tasks=(3, 5), van_share=0.5, capacity=3)
+
+
+def brute_force(plan: Plan, done_days: dict[int, int] | None = None, after: int = 0) -> int:
+    """The earliest finish by trying every assignment of the undone tasks to days after ``after`` (no
+    search, no memo): constraints checked on the whole schedule at once."""
+    done_days = done_days or {}
+    todo = [i for i in range(len(plan.tasks)) if i not in done_days]
+    horizon = after + len(todo)
+    best = NEVER
+    for days in itertools.product(range(after + 1, horizon + 1), repeat=len(todo)):
+        day = {**done_days, **dict(zip(todo, days))}
+        if _valid(plan, day, after):
+            best = min(best, max(day.values(), default=after))
+    return best if todo else after
+
+
+def _valid(plan: Plan, day: dict[int, int], after: int) -> bool:
+    for i, t in enumerate(plan.tasks):
+        if t.due is not None and day[i] > t.due:
+            return False
+        if any(day[plan.index(n)] >= day[i] for n in t.after):
+            return False
+    per_day: dict[int, list[int]] = {}
+    for i, d in day.items():
+        per_day.setdefault(d, []).append(i)
+    return all(len(ts) <= plan.capacity and sum(plan.tasks[i].van for i in ts) <= 1
+               for d, ts in per_day.items() if d > after)
+
+
+@pytest.mark.parametrize("cfg", [SMALL, SMALL_VAN], ids=["main", "van"])
+def test_search_equals_brute_force_on_small_instances(cfg):
+    for index in range(25):
+        plan = parse_problem(make_problem(cfg, seed=5, index=index).problem)
+        assert best_finish(plan) == brute_force(plan), plan.text()
+
+
+@pytest.mark.parametrize("cfg", [SMALL, SMALL_VAN], ids=["main", "van"])
+def test_search_equals_brute_force_from_states_midway(cfg):
+    rng = random.Random(0)
+    for index in range(25):
+        plan = parse_problem(make_problem(cfg, seed=6, index=index).problem)
+        done, day, done_days = 0, 0, {}
+        for _ in range(rng.randint(1, 2)):  # a random valid day or two (perhaps a dead end)
+            options = day_options(plan, done, day)
+            if not options:
+                break
+            chosen = rng.choice(options)
+            day += 1
+            done_days.update({i: day for i in range(len(plan.tasks)) if chosen >> i & 1})
+            done |= chosen
+        assert best_finish(plan, done, day) == brute_force(plan, done_days, day), (plan.text(), done_days)
+
+
+def test_unsolvable_states_are_never():
+    plan = parse_problem(PROBLEM_TEXT)
+    assert best_finish(plan, 0, 2) == NEVER == brute_force(plan, {}, 2)  # A was due by day 2
+
+
+# --- every rating reason, by hand ---------------------------------------------------------------------
+
+VAN = Plan((Task("A", due=1), Task("B", van=True), Task("C", van=True), Task("D", after=("A",))), capacity=2)
+DEAD = Plan((Task("A"), Task("B", after=("A",), due=2), Task("C", due=1)), capacity=2)  # day 1 must be A and C
+# PROBLEM_TEXT: A due 2; B after A; C after A, due 3; D after B and C; 2 a day; best finish 3
+CASES = [  # (plan, steps, expected (rating, reason) per step)
+    ("the optimal plan", None, ["Day 1: A", "Day 2: B, C", "Day 3: D", "# Answer\n\n3"],
+     [(1, "on track")] * 3 + [(1, "answer")]),
+    ("a wasteful day", None, ["Day 1: A", "Day 2: B", "Day 3: C", "Day 4: D", "# Answer\n\n4"],
+     [(1, "on track"), (-1, "wasteful"), (1, "on track"), (1, "on track"), (1, "answer")]),
+    ("a day that costs a day later", None, ["Day 1: A", "Day 2: B"], [(1, "on track"), (-1, "wasteful")]),
+    ("a rest that costs a day", None, ["Day 1: rest"], [(-1, "wasteful")]),
+    ("a dead end only visible later", "DEAD", ["Day 1: C", "Day 2: A"], [(-1, "dead end"), (-1, "deadline missed")]),
+    ("a check line", None, ["Day 1: A", "Left: B, C, D", "Left: B, D"],
+     [(1, "on track"), (0, "neutral check"), (-1, "wrong check")]),
+    ("the wrong day", None, ["Day 2: A"], [(-1, "wrong day")]),
+    ("an unknown task", None, ["Day 1: A, Z"], [(-1, "unknown task")]),
+    ("a task done twice", None, ["Day 1: A", "Day 2: A, B"], [(1, "on track"), (-1, "repeated task")]),
+    ("a dependency unmet", None, ["Day 1: A, B"], [(-1, "dependency unmet")]),
+    ("over capacity", "VAN", ["Day 1: A, B, C"], [(-1, "over capacity")]),
+    ("the van twice", "VAN", ["Day 1: B, C"], [(-1, "van conflict")]),
+    ("a deadline passes", "VAN", ["Day 1: B"], [(-1, "deadline missed")]),
+    ("a task done late", None, ["Day 1: A", "Day 2: B", "Day 3: D", "Day 4: C"],
+     [(1, "on track"), (-1, "wasteful"), (-1, "dependency unmet"), (-1, "deadline missed")]),
+    ("an early answer", None, ["Day 1: A", "# Answer\n\n1"], [(1, "on track"), (-1, "early answer")]),
+    ("an answer that is not the plan's", None, ["Day 1: A", "Day 2: B, C", "Day 3: D", "# Answer\n\n2"],
+     [(1, "on track")] * 3 + [(-1, "answer mismatch")]),
+    ("a line after the answer", None, ["Day 1: A", "Day 2: B, C", "Day 3: D", "# Answer\n\n3", "Day 4: rest"],
+     [(1, "on track")] * 3 + [(1, "answer"), (-1, "step after answer")]),
+    ("free text", None, ["Let us start with A."], [(-1, "unparseable step")]),
+]
+
+
+@pytest.mark.parametrize("name,which,steps,expected", CASES, ids=[c[0] for c in CASES])
+def test_oracle_by_hand(name, which, steps, expected):
+    plan = {"VAN": VAN, "DEAD": DEAD}.get(which) or parse_problem(PROBLEM_TEXT)
+    assert [(l.rating, l.reason) for l in label_texts(plan, steps)] == expected
+
+
+def test_a_rest_after_the_last_task_is_neutral_and_the_plan_finishes_at_its_last_task():
+    plan = Plan((Task("A"), Task("B", after=("A",)), Task("C", due=3)), capacity=2)  # best: A, C / B -> 2
+    labels = label_texts(plan, ["Day 1: A, C", "Day 2: B", "Day 3: rest", "# Answer\n\n2"])
+    assert [(l.rating, l.reason) for l in labels] == [(1, "on track"), (1, "on track"), (0, "rest"), (1, "answer")]
+
+
+def test_every_reason_is_exercised_and_documented():
+    seen = {reason for *_, expected in CASES for _, reason in expected} | {"rest"}
+    assert seen == set(REASONS)
+    assert {error_kind(r) for r in REASONS} == {None, "immediate", "delayed"}
+
+
+def test_grade_answer():
+    p = Problem(PROBLEM_TEXT, answer="3")
+    assert [grade_answer(p, a) for a in ("3", " 3 ", "4", None, "", "three")] == \
+        ["correct", "correct", "incorrect", "incorrect", "incorrect", "incorrect"]
+
+
+# --- properties along random plans ------------------------------------------------------------------
+
+def random_walk(plan: Plan, rng: random.Random) -> list[str]:
+    """Random valid days (a rest now and then) until done or stuck, then the plan's finish."""
+    done, day, steps, last = 0, 0, [], 0
+    while done != plan.full and day < 2 * len(plan.tasks):
+        options = day_options(plan, done, day)
+        chosen = 0 if not options or rng.random() < 0.1 else rng.choice(options)
+        day += 1
+        names = [t.name for i, t in enumerate(plan.tasks) if chosen >> i & 1]
+        steps.append(f"Day {day}: {', '.join(names) if names else 'rest'}")
+        done |= chosen
+        last = day if names else last
+    return steps + ([f"# Answer\n\n{last}"] if done == plan.full else [])
+
+
+@settings(deadline=None, max_examples=60)
+@given(index=st.integers(0, 10_000), walk_seed=st.integers(0, 10_000), ood=st.booleans())
+def test_a_plan_of_on_track_days_finishes_at_the_best_day(index, walk_seed, ood):
+    problem = make_problem(OOD if ood else PlansConfig(), seed=1, index=index)
+    plan = parse_problem(problem.problem)
+    steps = random_walk(plan, random.Random(walk_seed))
+    labels = label_texts(plan, steps)
+    days = [l for s, l in zip(steps, labels) if s.startswith("Day")]
+    finished = steps[-1].startswith("# Answer")
+    if finished and all(l.rating >= 0 for l in days):  # nothing lost along the way
+        assert steps[-1].split()[-1] == problem.answer and labels[-1].reason == "answer"
+    if any(l.reason in ("wasteful", "dead end") for l in days):  # something lost: not the best finish
+        assert not finished or steps[-1].split()[-1] != problem.answer or any(
+            l.reason == "deadline missed" for l in labels)
+    assert all(l.rating in (-1, 0, 1) and l.reason in REASONS for l in labels)
+
+
+def test_the_schedule_the_deadlines_come_from_is_rated_on_track():
+    for problem in make_problems(PlansConfig(), 20, seed=2):
+        plan = parse_problem(problem.problem)
+        steps = [f"Day {d + 1}: " + ", ".join(t.name for i, t in enumerate(plan.tasks) if s >> i & 1)
+                 for d, s in enumerate(one_best_schedule(plan))]
+        labels = label_texts(plan, steps + [f"# Answer\n\n{problem.answer}"])
+        assert all(l.rating == 1 for l in labels) and len(steps) == int(problem.answer)
+
+
+# --- the family -------------------------------------------------------------------------------------
+
+def test_problems_are_deterministic_solvable_and_read_back():
+    a, b = make_problems(PlansConfig(), 30, seed=4), make_problems(PlansConfig(), 30, seed=4)
+    assert [p.problem for p in a] == [p.problem for p in b]
+    assert [p.problem for p in a] != [p.problem for p in make_problems(PlansConfig(), 30, seed=5)]
+    for p in a + make_problems(OOD, 10, seed=4, split="ood"):
+        plan = parse_problem(p.problem)
+        assert plan.text() == p.problem and best_finish(plan) < NEVER and p.answer == str(best_finish(plan))
+    assert any("van" in p.problem for p in make_problems(OOD, 5, seed=4, split="ood"))
+    assert not any("van" in p.problem for p in a)
+
+
+def test_deadlines_make_dead_ends_possible():
+    """The family is not trivial: in most problems some valid first day already makes the deadlines unmeetable
+    or costs a day (a judgement, not a calculation)."""
+    traps = 0
+    for p in make_problems(PlansConfig(), 40, seed=7):
+        plan = parse_problem(p.problem)
+        traps += any(best_finish(plan, s, 1) > best_finish(plan) for s in day_options(plan, 0, 0))
+    assert traps >= 20
+
+
+def test_bad_configs_and_texts_are_refused():
+    with pytest.raises(ValueError, match="tasks"):
+        PlansConfig(tasks=(1, 3))
+    with pytest.raises(ValueError, match="capacity"):
+        PlansConfig(capacity=0)
+    with pytest.raises(ValueError, match="not a plans problem"):
+        parse_problem("Start at 12.")
+    with pytest.raises(ValueError, match="unreadable part"):
+        parse_problem(PROBLEM_TEXT.replace("due by day 2", "due soon"))
+
+
+def test_make_plan_is_a_pure_function_of_its_generator():
+    import numpy as np
+    assert make_plan(PlansConfig(), np.random.default_rng(3)) == make_plan(PlansConfig(), np.random.default_rng(3))

@@ -211,3 +211,47 @@ def test_bad_configs_and_texts_are_refused():
 def test_make_plan_is_a_pure_function_of_its_generator():
     import numpy as np
     assert make_plan(PlansConfig(), np.random.default_rng(3)) == make_plan(PlansConfig(), np.random.default_rng(3))
+
+
+# --- the generator ----------------------------------------------------------------------------------
+
+def test_generator_is_deterministic_and_writes_what_the_oracle_reads():
+    from prmkit.lab.plans.generator import PlansGeneratorConfig, generate, generate_pool
+    problems = make_problems(PlansConfig(), 30, seed=0)
+    a, b = generate(problems, PlansGeneratorConfig(), 8, seed=0), generate(problems, PlansGeneratorConfig(), 8, seed=0)
+    assert a == b and a != generate(problems, PlansGeneratorConfig(), 8, seed=1)
+    for s in a:
+        labels = label_texts(parse_problem(s.problem.problem), s.texts)
+        assert "unparseable step" not in {l.reason for l in labels}
+        assert s.grade == grade_answer(s.problem, s.answer)
+    assert len(generate_pool("ood", 0, 3, 5)) == 15
+
+
+def test_generator_rates_show_every_failure_and_majority_often_wrong():
+    from prmkit.lab.plans.generator import generate_pool
+    from prmkit.lab.stats import pool_stats
+    d = pool_stats(generate_pool("eval", seed=0, problems=60, samples=16), domain="plans")
+    assert 0.3 < d["pass@1"] < 0.9 and d["pass@16"] > d["maj_acc@16"] + 0.05  # a verifier has room to win
+    assert d["maj_wrong_pass_right"] > 0.05 and d["right_answer_wrong_step"] > 0.02
+    for reason in ("dead end", "wasteful", "dependency unmet", "deadline missed", "neutral check"):
+        assert d["step_reasons"].get(reason, 0) > 0, reason
+    assert d["first_error_kind"]["delayed"] > 0.05 and d["first_error_kind"]["immediate"] > 0.05
+
+
+def test_a_problems_samples_share_its_tendency():
+    from prmkit.lab.plans.generator import PlansGeneratorConfig, believed, tendency
+    cfg = PlansGeneratorConfig(oversight_rate=1.0)
+    problem = make_problem(PlansConfig(), seed=0, index=3)
+    tend = tendency(problem.problem, cfg)
+    assert tend == tendency(problem.problem, cfg) and tend.overlooked is not None
+    plan = parse_problem(problem.problem)
+    assert believed(plan, tend.overlooked) != plan and believed(plan, None) == plan
+
+
+def test_cli_lab_stats_plans(capsys):
+    import json
+    from prmkit.cli import main
+    assert main(["lab", "stats", "--domain", "plans", "--split", "ood", "--problems", "5", "--samples", "4",
+                 "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["problems"] == 5 and "error_kinds" in d and "misread" not in d

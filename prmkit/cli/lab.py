@@ -61,9 +61,11 @@ examples:
   prmkit lab stats --preset quick --split ood --seed 2
   prmkit lab stats --set generator.misconception_rate=0 --json
   prmkit lab stats eval.jsonl.gz
+  prmkit lab stats --domain plans --split ood        (the plans domain: each step is a decision)
 
 Rates: pass@N (exact), maj_acc@M (majority of all M samples), no-answer share, right answer with a
-wrong step, neutral and wrong step shares, misreadings per trigger, oracle reasons; see docs/lab.md.
+wrong step, neutral and wrong step shares, misreadings per trigger (ledger), immediate and delayed
+errors (plans), oracle reasons; see docs/lab.md.
 """
 
 
@@ -160,15 +162,22 @@ def cmd_label(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     if args.input:
         solutions, seconds = list(read_solutions(args.input)), None
+    elif args.domain == "plans":
+        from prmkit.lab.plans.generator import generate_pool
+
+        start = time.perf_counter()
+        solutions = generate_pool(args.split, args.seed, args.problems or 100, args.samples or 32)
+        seconds = time.perf_counter() - start
     else:
         solutions, seconds = _pool(args, _config(args))
-    d = lab.pool_stats(solutions)
+    d = lab.pool_stats(solutions, args.domain)
     if args.json:
         print(json.dumps({**d, "generation_seconds": None if seconds is None else round(seconds, 3)}, indent=2))
     else:
         print(lab.format_stats(d))
         if seconds is not None:
-            print(f"generated in {seconds:.2f} s (preset {args.preset}, split {args.split}, seed {args.seed})")
+            source = "domain plans" if args.domain == "plans" else f"preset {args.preset}"
+            print(f"generated in {seconds:.2f} s ({source}, split {args.split}, seed {args.seed})")
     return 0
 
 
@@ -302,6 +311,10 @@ def register(subparsers) -> None:
     _add_config_flags(p)
     _add_pool_flags(p)
     p.add_argument("--json", action="store_true", help="print the numbers as JSON instead of a table")
+    p.add_argument("--domain", choices=("ledger", "plans"), default="ledger",
+                   help="ledger (calculations) or plans (decisions: a schedule of tasks; generated with 100 "
+                        "problems x 32 samples unless --problems/--samples say otherwise; the ledger "
+                        "preset flags do not apply)")
     p.add_argument("input", nargs="?", default=None,
                    help="a pool file; without it the preset's pool is generated (then --preset, --split, ... apply)")
     p.set_defaults(func=cmd_stats)

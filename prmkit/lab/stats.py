@@ -24,6 +24,9 @@ Metric names say what they measure:
     skipped); flipped-operator slips on ``less`` count here too.
 ``step_reasons``, ``first_error``
     share of steps per oracle reason; share of samples per reason of their first -1 step.
+``error_kinds``, ``first_error_kind`` (the plans domain)
+    share of steps whose -1 is an *immediate* error (a broken constraint, visible on the line) or a
+    *delayed* one (a dead end or a wasteful day, visible only later); the same for each sample's first.
 
 >>> from prmkit.lab.config import preset
 >>> from prmkit.lab.pools import generate_pool
@@ -45,8 +48,13 @@ from prmkit.evaluate.curves import default_ns
 from prmkit.evaluate.pool import Pool, PoolBuilder
 from prmkit.evaluate.vote import vote_curve
 from prmkit.lab.domain import TRIGGERS
-from prmkit.lab.oracle import REASONS, StepLabel, ledger_of, oracle_labels
+from prmkit.lab import oracle as ledger_oracle
+from prmkit.lab.oracle import StepLabel, ledger_of
+from prmkit.lab.plans import oracle as plans_oracle
 from prmkit.schema import Solution
+
+DOMAINS = {"ledger": ledger_oracle, "plans": plans_oracle}
+"""The lab's domains, each with its oracle (``oracle_labels``, ``REASONS``)."""
 
 
 def count_tokens(texts: list[str]) -> int:
@@ -78,7 +86,8 @@ def selection_stats(solutions: list[Solution]) -> tuple[Pool, dict[str, float]]:
 class _StepTally:
     """Counts over every step and solution, from the oracle's labels."""
 
-    def __init__(self):
+    def __init__(self, domain: str):
+        self.domain = domain
         self.reasons, self.first = Counter(), Counter()
         self.reached, self.misread = Counter(), Counter()
         self.n = self.steps = self.tokens = self.no_answer = self.wrong = self.right = self.right_wrong = 0
@@ -96,7 +105,8 @@ class _StepTally:
         if s.grade == "correct":
             self.right += 1
             self.right_wrong += bad is not None
-        self._triggers(s, labels)
+        if self.domain == "ledger":
+            self._triggers(s, labels)
 
     def _triggers(self, s: Solution, labels: list[StepLabel]) -> None:
         led = ledger_of(s.problem.problem)
@@ -109,26 +119,36 @@ class _StepTally:
                 self.misread[t.kind] += (i not in taken) if skip else taken.get(i) == "wrong restatement"
 
 
-def pool_stats(solutions: list[Solution]) -> dict:
-    """Every rate of a pool of graded ledger solutions (see the module docstring for the names)."""
+def pool_stats(solutions: list[Solution], domain: str = "ledger") -> dict:
+    """Every rate of a pool of graded solutions of ``domain`` (see the module docstring for the names)."""
+    if domain not in DOMAINS:
+        raise ValueError(f"unknown lab domain {domain!r} (known: {', '.join(DOMAINS)})")
+    oracle = DOMAINS[domain]
     pool, selection = selection_stats(solutions)
-    t = _StepTally()
+    t = _StepTally(domain)
     for s in solutions:
-        t.add(s, oracle_labels(s))
+        t.add(s, oracle.oracle_labels(s))
     share = lambda a, b: a / b if b else None
-    return {
+    rating = {k: r for k, (r, _) in oracle.REASONS.items()}
+    out = {
         "problems": pool.n_problems, "samples_per_problem": int(pool.sizes.max()), "solutions": t.n,
         **selection,
         "no_answer": share(t.no_answer, t.n),
         "wrong_step_solutions": share(t.wrong, t.n),
         "right_answer_wrong_step": share(t.right_wrong, t.right),
-        "neutral_steps": share(t.reasons["neutral check"], t.steps),
-        "wrong_steps": share(sum(v for k, v in t.reasons.items() if REASONS[k][0] == -1), t.steps),
+        "neutral_steps": share(sum(v for k, v in t.reasons.items() if rating[k] == 0), t.steps),
+        "wrong_steps": share(sum(v for k, v in t.reasons.items() if rating[k] == -1), t.steps),
         "steps_per_solution": share(t.steps, t.n), "tokens_per_solution": share(t.tokens, t.n),
         "misread": {k: share(t.misread[k], t.reached[k]) for k in TRIGGERS if t.reached[k]},
         "step_reasons": {k: share(v, t.steps) for k, v in t.reasons.most_common()},
         "first_error": {k: share(v, t.n) for k, v in t.first.most_common()},
     }
+    if domain == "plans":
+        kinds = {kind: [k for k in oracle.REASONS if oracle.error_kind(k) == kind] for kind in ("immediate", "delayed")}
+        out["error_kinds"] = {kind: share(sum(t.reasons[k] for k in ks), t.steps) for kind, ks in kinds.items()}
+        out["first_error_kind"] = {kind: share(sum(t.first[k] for k in ks), t.n) for kind, ks in kinds.items()}
+        del out["misread"]
+    return out
 
 
 def format_stats(d: dict) -> str:
@@ -137,7 +157,9 @@ def format_stats(d: dict) -> str:
     scalars = [(k, v) for k, v in d.items() if isinstance(v, float)]
     for key, value in scalars:
         lines.append(f"  {key:<28} {_fmt(key, value)}")
-    for group in ("misread", "step_reasons", "first_error"):
+    for group in ("misread", "step_reasons", "first_error", "error_kinds", "first_error_kind"):
+        if group not in d:
+            continue
         lines.append(f"{group}:")
         lines += [f"  {k:<28} {v:7.1%}" for k, v in d[group].items() if v is not None]
     return "\n".join(lines)

@@ -192,15 +192,15 @@ class PlansConfig:
 
     family: str = "plans"
     """Name of the family: problem ids start with it, and it is part of every problem's seed."""
-    tasks: tuple[int, int] = (5, 7)
+    tasks: tuple[int, int] = (6, 8)
     """Fewest and most tasks per problem (uniform)."""
     capacity: int = 2
     """Tasks a day."""
-    after_rate: float = 0.3
+    after_rate: float = 0.35
     """Chance that a task comes after each earlier task (at most two each)."""
-    due_share: float = 0.5
+    due_share: float = 0.6
     """Share of the tasks that get a deadline."""
-    tight_share: float = 0.6
+    tight_share: float = 0.8
     """Of those, the share due on their day in the optimal schedule the deadlines come from (the rest a
     day later): tight deadlines make dead ends."""
     van_share: float = 0.0
@@ -230,7 +230,8 @@ def make_plan(cfg: PlansConfig, rng: np.random.Generator) -> Plan:
         earlier = [j for j in range(i) if rng.random() < cfg.after_rate]
         after = tuple(names[j] for j in sorted(rng.permutation(earlier)[:2])) if earlier else ()
         tasks.append(Task(name, after, None, bool(rng.random() < cfg.van_share)))
-    plan = Plan(tuple(tasks), cfg.capacity)
+    plan = _relabelled(Plan(tuple(tasks), cfg.capacity), rng)
+    tasks = list(plan.tasks)
     day_of = {i: d + 1 for d, s in enumerate(one_best_schedule(plan)) for i in range(n) if s >> i & 1}
     dated = []
     for i, t in enumerate(tasks):
@@ -239,6 +240,15 @@ def make_plan(cfg: PlansConfig, rng: np.random.Generator) -> Plan:
             due = day_of[i] + (0 if rng.random() < cfg.tight_share else 1)
         dated.append(Task(t.name, t.after, due, t.van))
     return Plan(tuple(dated), cfg.capacity)
+
+
+def _relabelled(plan: Plan, rng: np.random.Generator) -> Plan:
+    """``plan`` with its letters shuffled and its tasks listed in letter order, so that the list's order is
+    not an order the dependencies allow (a reader must read the ``after`` parts)."""
+    names = [t.name for t in plan.tasks]
+    new = dict(zip(names, (names[i] for i in rng.permutation(len(names)))))
+    tasks = [Task(new[t.name], tuple(sorted(new[a] for a in t.after)), t.due, t.van) for t in plan.tasks]
+    return Plan(tuple(sorted(tasks, key=lambda t: t.name)), plan.capacity)
 
 
 def make_problem(cfg: PlansConfig, seed: int, index: int, split: str = "eval") -> Problem:

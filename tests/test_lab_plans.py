@@ -255,3 +255,24 @@ def test_cli_lab_stats_plans(capsys):
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["problems"] == 5 and "error_kinds" in d and "misread" not in d
+
+
+# --- simulated labellers ----------------------------------------------------------------------------
+
+def test_labellers_miss_delayed_errors_more_often_than_immediate_ones():
+    from prmkit.lab.labellers import LabellerConfig, label
+    from prmkit.lab.plans.generator import generate_pool
+    from prmkit.lab.plans.oracle import oracle_labels
+    pool = generate_pool("train", seed=0, problems=60, samples=8)
+    cfg = LabellerConfig(stop_at_first_error=False, flip_rate=0.1, bias=0.0)
+    missed = {"immediate": [0, 0], "delayed": [0, 0]}
+    for sol, labelled in zip(pool, label(pool, cfg, seed=0)):
+        for truth, rating in zip(oracle_labels(sol), labelled.ratings):
+            kind = error_kind(truth.reason)
+            if kind is not None:
+                missed[kind][0] += rating == 1
+                missed[kind][1] += 1
+    rate = {k: hits / n for k, (hits, n) in missed.items()}
+    assert min(n for _, n in missed.values()) > 50
+    assert rate["delayed"] > 1.5 * rate["immediate"] and 0.05 < rate["immediate"] < 0.2, rate
+    assert label(pool[:20], LabellerConfig(), seed=3) == label(pool[:20], LabellerConfig(), seed=3)

@@ -8,7 +8,10 @@ rates each one from the oracle's truth, with noise:
 - a neutral step (0) is rated +1 with probability ``neutral_confusion``;
 
 where every labeller has a fixed ``lenience`` drawn uniformly from ``[-bias, bias]`` (lenient people
-miss errors, strict ones see errors that are not there). In phase 2 (``stop_at_first_error``) the
+miss errors, strict ones see errors that are not there). An error that is hard to judge on its line is
+missed ``delayed_miss_factor`` times as often: in the plans domain, a day that is valid but dead-ends
+or wastes a day later (:data:`prmkit.lab.plans.oracle.DELAYED`), which a person sees only by planning
+ahead; the ledger's errors are all visible on their line. In phase 2 (``stop_at_first_error``) the
 labeller stops at the first step *they* rate -1 (``finish_reason="found_error"``); a solution read to
 the end finishes with ``"solution"``, or ``"give_up"`` when it never reaches an answer. The steps
 after a stop are not in the record (as in PRM800K); ``prelabel`` keeps every step and the answer.
@@ -40,7 +43,8 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from prmkit.lab.oracle import oracle_labels
+from prmkit.lab import oracle as ledger_oracle
+from prmkit.lab.plans import oracle as plans_oracle
 from prmkit.schema import LABEL_SOURCES, Completion, Prelabel, Solution, Step
 
 
@@ -54,6 +58,9 @@ class LabellerConfig:
     """Base chance of rating a wrong step +1 or a right step -1 (skewed by each labeller's lenience)."""
     neutral_confusion: float = 0.3
     """Chance of rating a neutral (0) step +1."""
+    delayed_miss_factor: float = 3.0
+    """How many times as often an error visible only later (plans: a dead end, a wasteful day) is missed
+    as one visible on its line (at most a sure miss)."""
     bias: float = 0.5
     """Each labeller's lenience is uniform in [-bias, bias]: miss rate flip_rate*(1+l), false alarms flip_rate*(1-l)."""
     ms_per_step: int = 12_000
@@ -77,6 +84,8 @@ class LabellerConfig:
         for name in ("flip_rate", "neutral_confusion", "bias"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)!r}")
+        if self.delayed_miss_factor < 1.0:
+            raise ValueError(f"delayed_miss_factor must be at least 1, got {self.delayed_miss_factor!r}")
         if self.labellers < 1 or self.generations < 1:
             raise ValueError("labellers and generations must be at least 1")
         if min(self.ms_per_step, self.ms_per_solution) < 0 or self.time_spread < 0:
@@ -91,23 +100,33 @@ def labeller_lenience(cfg: LabellerConfig, seed: int) -> np.ndarray:
     return np.random.default_rng([seed, 1]).uniform(-cfg.bias, cfg.bias, size=cfg.labellers)
 
 
-def noisy_ratings(truth: list[int], lenience: float, cfg: LabellerConfig, u: np.ndarray) -> list[int]:
-    """A labeller's ratings of steps whose true ratings are ``truth``, from uniform draws ``u`` (one per step).
+def noisy_ratings(truth: list[int], lenience: float, cfg: LabellerConfig, u: np.ndarray,
+                  delayed: list[bool] | None = None) -> list[int]:
+    """A labeller's ratings of steps whose true ratings are ``truth``, from uniform draws ``u`` (one per step);
+    ``delayed`` marks the errors that are hard to judge on their line (missed more often).
 
     >>> noisy_ratings([1, 0, -1], 0.0, LabellerConfig(flip_rate=0.5, neutral_confusion=0.5), np.array([.4, .4, .6]))
     [-1, 1, -1]
+    >>> noisy_ratings([-1, -1], 0.0, LabellerConfig(flip_rate=0.1), np.array([.2, .2]), delayed=[False, True])
+    [-1, 1]
     """
     miss = min(1.0, cfg.flip_rate * (1 + lenience))
     alarm = min(1.0, cfg.flip_rate * (1 - lenience))
     out = []
-    for r, x in zip(truth, u):
+    for r, x, late in zip(truth, u, delayed or [False] * len(truth)):
         if r == -1:
-            out.append(1 if x < miss else -1)
+            out.append(1 if x < min(1.0, miss * (cfg.delayed_miss_factor if late else 1.0)) else -1)
         elif r == 1:
             out.append(-1 if x < alarm else 1)
         else:
             out.append(1 if x < cfg.neutral_confusion else 0)
     return out
+
+
+def oracle_of(solution: Solution):
+    """The oracle module of a lab solution's domain: plans problems (their family starts with ``plans``) or
+    the ledger."""
+    return plans_oracle if (solution.problem.subject or "").startswith("plans") else ledger_oracle
 
 
 def _phase(ratings: list[int], answered: bool, stop: bool) -> tuple[int, str]:
@@ -119,9 +138,8 @@ def _phase(ratings: list[int], answered: bool, stop: bool) -> tuple[int, str]:
 
 
 def label(solutions: list[Solution], cfg: LabellerConfig, seed: int) -> list[Solution]:
-    """Simulated labels for ``solutions`` (ledger solutions), one record per solution, in order.
-
-    The same solutions, config and seed give equal records.
+    """Simulated labels for ``solutions`` (of either lab domain, told by the problem's family), one
+    record per solution, in order. The same solutions, config and seed give equal records.
     """
     rng = np.random.default_rng([seed, 0])
     lenience = labeller_lenience(cfg, seed)
@@ -130,8 +148,10 @@ def label(solutions: list[Solution], cfg: LabellerConfig, seed: int) -> list[Sol
     out = []
     for j, sol in enumerate(solutions):
         texts = sol.texts
-        truth = [lab.rating for lab in oracle_labels(sol)]
-        ratings = noisy_ratings(truth, float(lenience[who[j]]), cfg, rng.random(len(texts)))
+        labels = oracle_of(sol).oracle_labels(sol)
+        delayed = [getattr(lab, "reason", None) in plans_oracle.DELAYED for lab in labels]
+        ratings = noisy_ratings([lab.rating for lab in labels], float(lenience[who[j]]), cfg, rng.random(len(texts)),
+                                delayed)
         n, reason = _phase(ratings, sol.answer is not None, cfg.stop_at_first_error)
         times = cfg.ms_per_step * rng.lognormal(0.0, cfg.time_spread, size=n)
         total = round(cfg.ms_per_solution * rng.lognormal(0.0, cfg.time_spread) + float(times.sum()))

@@ -211,6 +211,8 @@ class _Prepared:
     given_key: str
     gold_key: str
     job: dict
+    prose: bool = False
+    """The given side is prose without an answer marker: its words and marks are not the answer's."""
 
     def result(self, reason: str, detail: str = "") -> GradeResult:
         return GradeResult(REASONS[reason], reason, self.given, self.gold, self.given_key, self.gold_key, detail)
@@ -228,7 +230,7 @@ def _prepare(given: str | None, gold: str, mode: str) -> GradeResult | _Prepared
     given_answer = (found or given.strip()) if given else ""
     if not given_answer or (found is None and count_boxes(given)):  # a box cut off mid-answer: no answer
         return GradeResult("incorrect", "no-answer", None, gold_answer, "", gold_key)
-    prepared = _Prepared(given_answer, gold_answer, normalize(given_answer), gold_key, {})
+    prepared = _Prepared(given_answer, gold_answer, normalize(given_answer), gold_key, {}, _is_prose(given))
     decided = _fast(prepared, mode)
     # With several boxes the last one may be an intermediate result ("... \boxed{255}. The final answer
     # is $10,455$"): a match is safe to take, a mismatch goes to Math-Verify, which reads the whole text.
@@ -256,7 +258,7 @@ def _prepare_or_error(index: int, given, gold, mode: str):
 def _fast(p: _Prepared, mode: str) -> GradeResult | None:
     """Decide from strings alone when that is safe; None hands the pair to the symbolic step."""
     a, b = exact_number(p.given_key), exact_number(p.gold_key)
-    by_units = compare_units(p.given, p.gold, mode, (a, b))
+    by_units = None if p.prose else compare_units(p.given, p.gold, mode, (a, b))
     if by_units is not None:
         return p.result("equal-converted" if by_units[0] else "different-unit", by_units[1])
     kinds = collection_kind(p.given), collection_kind(p.gold)
@@ -324,10 +326,16 @@ def _for_math_verify(text: str, answer: str) -> str:
     under ``# Answer`` or ``####``, or a bare answer, is wrapped in ``$...$``; prose without any
     marker goes whole and Math-Verify finds the answer in it.
     """
-    if count_boxes(text) or (extract_answer(text) is None
-                             and (_DELIMITERS.search(text) or len(_WORD.findall(_ENVIRONMENT.sub("", text))) >= 2)):
+    if count_boxes(text) or _is_prose(text):
         return canonical_latex(_MATHRM.sub(r"\1", text))
     return _delimited(canonical_latex(answer.replace("\\$", "").replace("$", "")))
+
+
+def _is_prose(text: str) -> bool:
+    """Text with no answer marker that is more than a bare answer: LaTeX delimiters, or two words or
+    more (environment names aside), in which Math-Verify looks for the answer."""
+    return extract_answer(text) is None and bool(_DELIMITERS.search(text.replace("\\$", ""))
+                                                 or len(_WORD.findall(_ENVIRONMENT.sub("", text))) >= 2)
 
 
 def _delimited(text: str) -> str:

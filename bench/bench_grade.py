@@ -13,7 +13,10 @@ the ones ``RIGHT_OVERRIDES`` corrects; correct for MATH-500; the pool's recorded
 the one pair it gets wrong; the table's verdict), how often each grader accepts a wrong answer and
 rejects a right one.
 
-    .venv/bin/python bench/bench_grade.py [--workers N]
+    .venv/bin/python bench/bench_grade.py [--workers N] [--repeat K] [--summary JSON]
+
+``--repeat K`` runs the whole bench K times, each in a fresh process (so that every cold timing is
+cold), and reports the median of each timing; every run's seconds are kept in the summary (``runs``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,10 @@ import json
 import logging
 import os
 import re
+import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -110,7 +116,10 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="prmkit worker processes "
                         "(default: one per core)")
     parser.add_argument("--summary", metavar="JSON", help="also write the numbers to this file")
+    parser.add_argument("--repeat", type=int, default=1, help="runs, each in a fresh process; timings are medians")
     args = parser.parse_args()
+    if args.repeat > 1:
+        return repeated(args)
     pairs = load_pairs()
     n = len(pairs)
     mv, mv_cold = run_math_verify(pairs)
@@ -141,6 +150,27 @@ def main() -> None:
     if args.summary:
         Path(args.summary).write_text(json.dumps(summary, indent=1) + "\n")
         print(f"wrote {args.summary} (publish: copy to docs/results/bench-grade.json, run scripts/docs_tables.py)")
+
+
+def repeated(args) -> None:
+    """The bench ``args.repeat`` times in fresh processes; the summary holds the median of every timing."""
+    runs = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for k in range(args.repeat):
+            path = Path(tmp) / f"run{k}.json"
+            subprocess.run([sys.executable, __file__, "--workers", str(args.workers), "--summary", str(path)],
+                           check=True, stdout=subprocess.DEVNULL)
+            runs.append(json.loads(path.read_text()))
+            print(f"run {k + 1}/{args.repeat}: " + ", ".join(
+                f"{g} cold {t['cold']:.2f} s warm {t['warm']:.2f} s" for g, t in runs[-1]["seconds"].items()))
+    summary = dict(runs[0], runs=[r["seconds"] for r in runs])
+    summary["seconds"] = {g: {w: statistics.median(r["seconds"][g][w] for r in runs) for w in ("cold", "warm")}
+                          for g in summary["graders"]}
+    summary["how"] = {g: f"{h}; median of {args.repeat} fresh runs" for g, h in summary["how"].items()}
+    _print_table(*speed_rows(summary))
+    if args.summary:
+        Path(args.summary).write_text(json.dumps(summary, indent=1) + "\n")
+        print(f"wrote {args.summary}")
 
 
 if __name__ == "__main__":

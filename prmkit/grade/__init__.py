@@ -4,16 +4,20 @@ The public surface:
 
 - :func:`extract_answer` finds the final answer in a solution (``# Answer``, ``\\boxed{}``, ``####``).
 - :func:`normalize` is a cheap canonical string (MATH normalisation, exact numbers as ``p/q``): a
-  grouping key for majority voting. Equal keys imply equal answers, not the converse.
+  grouping key for majority voting. Equal keys imply equal answers (but for the units and the money
+  or percent marks that MATH's normalisation drops, which :func:`grade` checks), not the converse.
 - :func:`grade` returns a :class:`GradeResult` whose ``verdict`` is one of
   :data:`prmkit.schema.GRADES` and whose ``reason`` says why. :func:`equivalent` is its boolean form.
 - :func:`grade_many` grades a list of pairs, the symbolic step in parallel worker processes.
 
 How a pair is graded (``docs/grading.md`` states the policy and the measurements behind it):
 
-1. Both sides go through :func:`extract_answer` (a side without a marker is taken whole).
-2. Fast path, pure strings, in this process: equal :func:`normalize` keys are correct; two exact
-   numbers that differ are incorrect. Most pairs stop here.
+1. Both sides go through :func:`extract_answer` (a side without a marker is taken whole; a side
+   with no answer, or a box cut off, is ``incorrect`` with reason ``no-answer``).
+2. Fast path, pure strings, in this process: different units or a currency against a percentage
+   (:mod:`prmkit.grade.units`), a set against a tuple in ``strict`` (:mod:`prmkit.grade.structure`),
+   equal :func:`normalize` keys, two exact numbers that differ, collections and matrices of exact
+   numbers entry by entry. Most pairs stop here.
 3. Otherwise Math-Verify parses and compares them in a worker process under a hard deadline
    (``strict`` or ``lenient`` mode). A timeout is ``unparseable`` with reason ``"timeout"``, never
    ``incorrect``; an error in the grader raises :class:`GradeError`, never a verdict.

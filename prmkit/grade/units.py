@@ -68,7 +68,7 @@ _WRAPPED = re.compile(r"\\(?:text|mbox|mathrm|textnormal|textrm|operatorname)\s*
 _BARE = re.compile(r"(?:\s|\\[,;: ]|~)+([A-Za-z]+)\.?\s*(?:\^\s*\{?\s*([23])\s*\}?)?\s*\.?\s*$")
 _CURRENCY = re.compile(r"\\\$|\$\s*\d[\d,.]*\s*$|^\s*\$\s*\d[\d,.]*(?!.*\$)|\\(?:euro|pounds)\b|[€£¥]"
                        r"|\b(?:dollars?|cents?|euros?|USD)\b")
-_PERCENT = re.compile(r"%|\bpercent\b|\\text\{\s*percent")
+_PERCENT = re.compile(r"%|\bpercent\b")
 
 
 def unit_of(answer: str) -> Unit | None:

@@ -43,8 +43,8 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from prmkit.lab import oracle as ledger_oracle
 from prmkit.lab.plans import oracle as plans_oracle
+from prmkit.lab.stats import DOMAINS
 from prmkit.schema import LABEL_SOURCES, Completion, Prelabel, Solution, Step
 
 
@@ -124,9 +124,9 @@ def noisy_ratings(truth: list[int], lenience: float, cfg: LabellerConfig, u: np.
 
 
 def oracle_of(solution: Solution):
-    """The oracle module of a lab solution's domain: plans problems (their family starts with ``plans``) or
-    the ledger."""
-    return plans_oracle if (solution.problem.subject or "").startswith("plans") else ledger_oracle
+    """The oracle module of a lab solution's domain (:data:`prmkit.lab.stats.DOMAINS`): plans problems
+    (their family starts with ``plans``) or the ledger."""
+    return DOMAINS["plans" if (solution.problem.subject or "").startswith("plans") else "ledger"]
 
 
 def _phase(ratings: list[int], answered: bool, stop: bool) -> tuple[int, str]:

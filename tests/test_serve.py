@@ -239,3 +239,136 @@ def test_stop_strings_end_generation_and_are_cut(url):
         else:
             assert b.text == a.text
     assert cut.usage.completion_tokens < free.usage.completion_tokens  # generation stopped there
+
+
+def help_curl_line() -> str:
+    """The curl example of ``prmkit serve --help``, as printed."""
+    out = subprocess.run([sys.executable, "-m", "prmkit", "serve", "--help"], capture_output=True, text=True,
+                         check=True).stdout
+    return next(line.strip() for line in out.splitlines() if line.strip().startswith("curl "))
+
+
+def test_the_help_curl_example_works_as_printed(url):
+    import os
+    import shlex
+    import shutil
+    from urllib.parse import urlparse
+
+    if shutil.which("curl") is None:
+        pytest.skip("curl is not installed")
+    line = help_curl_line()
+    assert ":8100/" in line  # the example's port, swapped for the test server's below
+    args = shlex.split(line.replace(":8100/", f":{urlparse(url).port}/"))
+    env = {k: v for k, v in os.environ.items() if "proxy" not in k.lower()}  # loopback, never through a proxy
+    done = subprocess.run(args, check=False, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)  # curl -d sends a form's Content-Type: the body is read as JSON all the same
+    assert got["model"] == "tiny" and got["kind"] == "prm" and len(got["solutions"]) == 1
+    assert [set(s) >= {"p_correct"} for s in got["solutions"][0]["steps"]] == [True, True]
+
+
+def test_a_json_body_without_a_content_type_is_read_as_json(url):
+    body = {"model": "tiny", "prompt": "1 + 2 =\n", "n": 2, "max_tokens": 6, "seed": 5}
+    bare = httpx.post(url + "/completions", content=json.dumps(body).encode(), timeout=30)
+    assert "content-type" not in bare.request.headers and bare.status_code == 200, bare.text
+    typed = httpx.post(url + "/completions", json=body, timeout=30).json()
+    assert [c["text"] for c in bare.json()["choices"]] == [c["text"] for c in typed["choices"]]
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"prompt=1+2", r"the request body is not JSON \(JSONDecodeError: Expecting value: line 1 column 1"),
+    (b'{"prompt": "1 + 2 =",', r"the request body is not JSON \(JSONDecodeError: Expecting property name"),
+    (b"", "the request body is empty: send a JSON object"),
+    (b'["1 + 2 ="]', "the request body must be a JSON object, got a JSON array"),
+    (b"null", "the request body must be a JSON object, got a JSON null"),
+])
+def test_a_body_that_is_not_a_json_object_is_a_400_naming_why(url, content, message):
+    import re
+
+    r = httpx.post(url + "/completions", content=content, headers={"content-type": "application/x-www-form-urlencoded"},
+                   timeout=30)
+    error = r.json()["error"]
+    assert r.status_code == 400 and error["type"] == "invalid_request_error" and error["code"] == 400
+    assert re.match(message, error["message"]), error["message"]
+
+
+def joined(stream, text) -> tuple[dict[int, str], dict[int, str], list]:
+    """Per choice index, the streamed text joined and the finish reason; and the chunks."""
+    texts, reasons, seen = {}, {}, []
+    for chunk in stream:
+        seen.append(chunk)
+        for ch in chunk.choices:
+            texts[ch.index] = texts.get(ch.index, "") + (text(ch) or "")
+            if ch.finish_reason is not None:
+                reasons[ch.index] = ch.finish_reason
+    return texts, reasons, seen
+
+
+def test_streamed_completions_join_to_the_unstreamed_text(url):
+    c = client(url)
+    ask = {"model": "tiny", "prompt": "1 + 2 =\n", "n": 3, "max_tokens": 8, "seed": 11}
+    plain = c.completions.create(**ask)
+    texts, reasons, seen = joined(c.completions.create(**ask, stream=True), lambda ch: ch.text)
+    assert texts == {ch.index: ch.text for ch in plain.choices} and len(set(texts.values())) == 3
+    assert reasons == {ch.index: ch.finish_reason for ch in plain.choices}
+    assert {x.object for x in seen} == {"text_completion"} and len({x.id for x in seen}) == 1
+    with_usage = list(c.completions.create(**ask, stream=True, stream_options={"include_usage": True}))
+    assert with_usage[-1].choices == [] and with_usage[-1].usage.completion_tokens == plain.usage.completion_tokens
+
+
+def test_streamed_chat_joins_to_the_unstreamed_message(url):
+    c = client(url)
+    ask = {"model": "tiny", "messages": [{"role": "user", "content": "1 + 2 ="}], "n": 2, "max_tokens": 8, "seed": 11}
+    plain = c.chat.completions.create(**ask)
+    texts, reasons, seen = joined(c.chat.completions.create(**ask, stream=True), lambda ch: ch.delta.content)
+    assert texts == {ch.index: ch.message.content for ch in plain.choices}
+    assert reasons == {ch.index: ch.finish_reason for ch in plain.choices}
+    assert {x.object for x in seen} == {"chat.completion.chunk"}
+    firsts = {}
+    for x in seen:
+        for ch in x.choices:
+            firsts.setdefault(ch.index, ch.delta)
+    assert {d.role for d in firsts.values()} == {"assistant"}  # the role comes first, then the content
+
+
+def test_the_stream_on_the_wire_is_openais(url):
+    body = {"model": "tiny", "prompt": "1 + 2 =\n", "max_tokens": 4, "seed": 1, "stream": True}
+    with httpx.stream("POST", url + "/completions", json=body, timeout=30) as r:
+        assert r.headers["content-type"].startswith("text/event-stream")
+        raw = r.read().decode()
+    events = raw.split("\n\n")
+    assert events[-2:] == ["data: [DONE]", ""] and all(e.startswith("data: {") for e in events[:-2])
+    last = json.loads(events[-3].removeprefix("data: "))
+    assert last["choices"][0]["text"] == "" and last["choices"][0]["finish_reason"] in ("stop", "length")
+
+
+def test_a_streamed_critique_joins_to_the_unstreamed_one(prm_dir):
+    from prmkit.label.auto.judge import critique_prompt
+
+    svc = Service(ServeConfig(critic=str(prm_dir), name="critic", device="cpu"))
+    prompt = critique_prompt("1+1?", ["1+1 = 2", "# Answer\n\n2"])
+    ask = {"model": "critic", "messages": [{"role": "user", "content": prompt}]}
+    try:
+        with background(svc) as u:
+            c = client(u)
+            plain = c.chat.completions.create(**ask)
+            texts, _, _ = joined(c.chat.completions.create(**ask, stream=True), lambda ch: ch.delta.content)
+    finally:
+        svc.close()
+    assert texts == {0: plain.choices[0].message.content} and "\\boxed{" in texts[0]
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_unknown_model_is_a_404_naming_it(url, stream):
+    c = client(url)
+    with pytest.raises(openai.NotFoundError, match="The model `nope` does not exist.") as e:
+        c.completions.create(model="nope", prompt="1 + 2 =\n", max_tokens=4, stream=stream)
+    assert e.value.response.json() == {"error": {"message": "The model `nope` does not exist.", "type": "NotFoundError",
+                                                 "param": "model", "code": 404}}
+    with pytest.raises(openai.NotFoundError, match="`tinyy`"):
+        c.chat.completions.create(model="tinyy", messages=[{"role": "user", "content": "hi"}], stream=stream)
+
+
+def test_a_request_without_a_model_gets_the_served_one(url):
+    r = httpx.post(url + "/completions", json={"prompt": "1 + 2 =\n", "max_tokens": 4, "seed": 1}, timeout=30)
+    assert r.status_code == 200 and r.json()["model"] == "tiny"

@@ -19,22 +19,32 @@
   tokens with the critic's own tokenizer, and a ``max_tokens`` shorter than the reply cuts it
   (``finish_reason`` ``length``) as a real judge's would be. ``/v1/completions`` stays the generator's.
 
+A body is read as JSON whatever its ``Content-Type`` (``curl -d`` sends a form's), and a body that is not
+a JSON object is a 400 saying why. As in vLLM, ``model`` must name the served model (the one
+``/v1/models`` lists) or be left out, else a 404 (``NotFoundError``, ``param`` ``model``). ``"stream": true``
+answers in server-sent events (:mod:`prmkit.serve.sse`). Errors have OpenAI's shape,
+``{"error": {"message", "type", "param", "code"}}``, which its clients show.
+
 Requests that arrive together are batched (:class:`prmkit.serve.batcher.Batcher`) into one model call.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
+from typing import Annotated
 
-from fastapi import FastAPI, HTTPException
-from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, StreamingResponse
+from pydantic import BaseModel, Field, ValidationError
 
 from prmkit.generate.backend import sample_seed
 from prmkit.generate.hf import Sampler, Sampling, cut_at_stop
+from prmkit.serve import sse
 from prmkit.serve.batcher import Batcher
 
 
@@ -69,6 +79,10 @@ class ServeConfig:
             raise ValueError(f"critic_threshold must be in [0, 1], got {self.critic_threshold}")
 
 
+class StreamOptions(BaseModel):
+    include_usage: bool = False
+
+
 class CompletionRequest(BaseModel):
     model: str | None = None
     prompt: str | list[str]
@@ -78,6 +92,8 @@ class CompletionRequest(BaseModel):
     top_p: float = Field(1.0, gt=0, le=1)
     seed: int | None = None
     stop: str | list[str] | None = None
+    stream: bool = False
+    stream_options: StreamOptions | None = None
 
 
 class Message(BaseModel):
@@ -96,6 +112,8 @@ class ChatRequest(BaseModel):
     seed: int | None = None
     stop: str | list[str] | None = None
     continue_final_message: bool = False
+    stream: bool = False
+    stream_options: StreamOptions | None = None
 
 
 class ScoredSolution(BaseModel):
@@ -146,6 +164,11 @@ class Service:
         if critic is not None:
             shared = critic is self.scorer
             self.critic_batcher = self.score_batcher if shared else Batcher(self._critic_score, cfg.max_batch, wait)
+
+    @property
+    def models(self) -> list[str]:
+        """The model names requests may send (what ``/v1/models`` lists)."""
+        return [self.name]
 
     def _load_scorer(self, folder: str):
         from prmkit.score import Scorer
@@ -206,32 +229,36 @@ def build_app(service: Service) -> FastAPI:
 
     @app.get("/v1/models")
     def models():
-        return {"object": "list", "data": [{"id": service.name, "object": "model", "owned_by": "prmkit"}]}
+        return {"object": "list", "data": [{"id": name, "object": "model", "owned_by": "prmkit"}
+                                           for name in service.models]}
 
     @app.post("/v1/completions")
-    async def completions(req: CompletionRequest):
+    async def completions(req: Annotated[CompletionRequest, Depends(json_body(CompletionRequest))]):
+        _require_generator(service, req.model)
         prompts = [req.prompt] if isinstance(req.prompt, str) else req.prompt
         sampling = _sampling(service, req.max_tokens, req.temperature, req.top_p)
         encoded = [(p, service.sampler.tokenizer.encode(p)) for p in prompts]
         choices, tokens = await _sample(service, encoded, req.n, req.seed, sampling, _stops(req.stop))
-        return _response("text_completion", service.name, [{"index": i, "text": t, "finish_reason": f,
-                                                            "logprobs": None} for i, (t, f) in enumerate(choices)],
-                         sum(len(ids) for _, ids in encoded), tokens)
+        return _reply(req, _response("text_completion", service.name,
+                                     [{"index": i, "text": t, "finish_reason": f, "logprobs": None}
+                                      for i, (t, f) in enumerate(choices)], sum(len(ids) for _, ids in encoded), tokens))
 
     @app.post("/v1/chat/completions")
-    async def chat(req: ChatRequest):
+    async def chat(req: Annotated[ChatRequest, Depends(json_body(ChatRequest))]):
         if service.critic is not None:
-            return await _critique(service, req)
+            check_model(service, req.model)
+            return _reply(req, await _critique(service, req))
+        _require_generator(service, req.model)
         sampling = _sampling(service, req.max_completion_tokens or req.max_tokens or 256, req.temperature, req.top_p)
         prompt = chat_prompt(service.sampler.tokenizer, req.messages, req.continue_final_message)
         ids = service.sampler.tokenizer.encode(prompt)
         choices, tokens = await _sample(service, [(prompt, ids)], req.n, req.seed, sampling, _stops(req.stop))
-        return _response("chat.completion", service.name,
-                         [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": f}
-                          for i, (t, f) in enumerate(choices)], len(ids), tokens)
+        return _reply(req, _response("chat.completion", service.name,
+                                     [{"index": i, "message": {"role": "assistant", "content": t}, "finish_reason": f}
+                                      for i, (t, f) in enumerate(choices)], len(ids), tokens))
 
     @app.post("/v1/score")
-    async def score(req: ScoreRequest):
+    async def score(req: Annotated[ScoreRequest, Depends(json_body(ScoreRequest))]):
         if service.score_batcher is None:
             raise HTTPException(404, "this server has no scorer (start it with --scorer)")
         items = _score_items(req)
@@ -243,16 +270,72 @@ def build_app(service: Service) -> FastAPI:
     return app
 
 
-def _openai_errors(app: FastAPI) -> None:
-    """Errors in the OpenAI shape, ``{"error": {"message", "type", "code"}}``, which its clients show."""
-    from fastapi.exceptions import RequestValidationError
+class APIError(HTTPException):
+    """An HTTP error with OpenAI's ``type`` and ``param`` (the field at fault), which its clients read."""
 
-    def body(status: int, message: str, kind: str) -> JSONResponse:
-        return JSONResponse({"error": {"message": message, "type": kind, "code": status}}, status_code=status)
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error", param: str | None = None):
+        super().__init__(status, message)
+        self.kind, self.param = kind, param
+
+
+def json_body(model: type[BaseModel]):
+    """A dependency that reads the body as JSON whatever its ``Content-Type`` and validates it as ``model``.
+
+    ``curl -d`` (the ``--help`` example) sends ``application/x-www-form-urlencoded``, whose body FastAPI's
+    own parsing does not read as JSON (a 422), though it is JSON; the endpoints take nothing else.
+    """
+
+    async def read(request: Request) -> BaseModel:
+        raw = await request.body()
+        if not raw.strip():
+            raise APIError(400, "the request body is empty: send a JSON object")
+        try:
+            data = json.loads(raw)
+        except ValueError as e:  # JSONDecodeError, or bytes in no Unicode encoding
+            raise APIError(400, f"the request body is not JSON ({type(e).__name__}: {e})") from None
+        if not isinstance(data, dict):
+            kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(data), "number")
+            raise APIError(400, f"the request body must be a JSON object, got a JSON {kind}")
+        try:
+            return model.model_validate(data)
+        except ValidationError as e:  # reported as FastAPI's own body errors are, by the one handler
+            raise RequestValidationError([{**err, "loc": ("body", *err["loc"])} for err in e.errors()]) from None
+
+    return read
+
+
+def check_model(service: Service, model: str | None) -> None:
+    """vLLM's rule: a request names a served model, or none (then it gets the one served)."""
+    if model and model not in service.models:
+        raise APIError(404, f"The model `{model}` does not exist.", "NotFoundError", "model")
+
+
+def _require_generator(service: Service, model: str | None) -> None:
+    # the missing generator first: on a scorer-only server that is the news, whatever the model is called
+    if service.gen_batcher is None:
+        raise HTTPException(404, "this server has no generator (start it with --generator)")
+    check_model(service, model)
+
+
+def _reply(req: CompletionRequest | ChatRequest, response: dict):
+    """``response``, or with ``stream`` the same response as server-sent events."""
+    if not req.stream:
+        return response
+    usage = req.stream_options is not None and req.stream_options.include_usage
+    return StreamingResponse(sse.events(sse.chunks(response, usage)), media_type="text/event-stream")
+
+
+def _openai_errors(app: FastAPI) -> None:
+    """Errors in the OpenAI shape, ``{"error": {"message", "type", "param", "code"}}``, which its clients show."""
+
+    def body(status: int, message: str, kind: str, param: str | None = None) -> JSONResponse:
+        return JSONResponse({"error": {"message": message, "type": kind, "param": param, "code": status}},
+                            status_code=status)
 
     @app.exception_handler(HTTPException)
     async def http_error(request, exc: HTTPException):
-        return body(exc.status_code, str(exc.detail), "invalid_request_error")
+        return body(exc.status_code, str(exc.detail), getattr(exc, "kind", "invalid_request_error"),
+                    getattr(exc, "param", None))
 
     @app.exception_handler(Exception)
     async def failed(request, exc: Exception):  # a model error: the client sees what failed, the server goes on
@@ -265,8 +348,6 @@ def _openai_errors(app: FastAPI) -> None:
 
 
 def _sampling(service: Service, max_tokens: int, temperature: float, top_p: float) -> Sampling:
-    if service.gen_batcher is None:
-        raise HTTPException(404, "this server has no generator (start it with --generator)")
     if max_tokens > service.cfg.max_tokens:
         raise HTTPException(400, f"max_tokens {max_tokens} is above this server's limit {service.cfg.max_tokens}")
     return Sampling(max_tokens, temperature, top_p)

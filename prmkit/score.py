@@ -13,12 +13,16 @@ so scoring sees exactly what training saw. :func:`score_file` streams a JSONL fi
 - Steps dropped by truncation get no scores; the solution records ``NAME_steps_lost``.
 
 Memory stays flat (``chunk`` records at a time), output is written in input order, a rerun skips
-records already scored (by ``id``, else by position), and under ``accelerate launch`` each process
+records already scored by the same model and settings (``meta.scored_by``; by ``id``, else by position),
+adds a new column to an output scored under other names, refuses an output whose scores of this name
+came from another model or settings, and under ``accelerate launch`` each process
 scores a shard and the main process merges them in order.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from dataclasses import dataclass, field
 from itertools import islice
@@ -27,9 +31,10 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
-from prmkit.io import atomic_output, dumps, finished_lines, open_text, output_keys, read_solutions
+from prmkit.io import atomic_output, dumps, finished_lines, open_text, read_solutions, same_file
 from prmkit.model.formatter import TruncationReport, encode, encode_many
 from prmkit.model.labels import step_scores
+from prmkit.schema import Solution
 
 
 @dataclass
@@ -164,6 +169,23 @@ class Scorer:
 
 
 # --- files: streamed, resumable, sharded -------------------------------------------------------------
+# A rerun skips records already scored only when they were scored by the same model and settings: every
+# record carries ``meta.scored_by[NAME]`` (the model folder, its weights' digest, the settings), and an
+# output holding NAME's scores from anything else is refused, never kept. An output scored under other
+# names only (a PRM-scored file, now an ORM) gets the new column added to its records.
+
+SCORED_BY = "scored_by"
+"""The record's ``meta`` key naming, per score name, the model and settings that wrote those scores."""
+
+
+def score_stamp(scorer: Scorer, model_dir: str | os.PathLike, cfg: ScoreConfig) -> dict:
+    """Everything one score column depends on: the model (folder, weights' digest, kind) and the settings."""
+    from prmkit.model.identity import weights_digest
+
+    aggregations = scorer.card.aggregations if cfg.aggregations is None else cfg.aggregations
+    return {"model": str(Path(model_dir).resolve()), "weights": weights_digest(model_dir), "kind": scorer.card.kind,
+            "aggregations": [] if scorer.card.kind == "orm" else list(aggregations), "neutral": scorer.neutral}
+
 
 def _key(solution, position: int) -> str:
     return solution.id if solution.id is not None else f"#{position}"
@@ -171,6 +193,58 @@ def _key(solution, position: int) -> str:
 
 def _record_key(record: dict) -> str:
     return record["id"] if record.get("id") is not None else record["meta"]["prmkit_score_position"]
+
+
+def _stamp_of(record: dict, name: str) -> dict | None:
+    return (record.get("meta") or {}).get(SCORED_BY, {}).get(name)
+
+
+def _has_column(record: dict, name: str) -> bool:
+    return any(k == name or k.startswith(f"{name}_") for k in record.get("scores") or {})
+
+
+def check_output(path: Path, name: str, stamp: dict) -> None:
+    """Refuse to resume into ``path`` (an output or a partial file) when it holds ``name`` scores written
+    by another model or settings, or of unknown origin; say what differs and the ways out."""
+    if not path.exists():
+        return
+    with open_text(path) as f:
+        for number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            theirs = _stamp_of(record, name)
+            if theirs is None and not _has_column(record, name):
+                continue
+            if theirs != stamp:
+                raise ValueError(f"{path}:{number}: holds {name!r} scores {_difference(theirs, stamp)}; refusing to "
+                                 f"keep them. Rerun with --no-resume to replace them, --name NEW to add another "
+                                 f"column, or write another OUT")
+
+
+def _difference(theirs: dict | None, ours: dict) -> str:
+    if theirs is None:
+        return "of unknown origin (no meta.scored_by: written before prmkit recorded which model scored a file)"
+    keys = [k for k in sorted({*theirs, *ours}) if theirs.get(k) != ours.get(k)]
+    return "from another model or settings (" + "; ".join(
+        f"{k}: {theirs.get(k)!r} there, {ours.get(k)!r} now" for k in keys) + ")"
+
+
+def _joined(inp, out: Path):
+    """``(position, key, record to score, OUT's line when OUT already holds that record)`` for every record of
+    ``inp``, in order; ``out`` (written by an earlier run, in input order) is read alongside."""
+    old = open_text(out) if out.exists() else contextlib.nullcontext(iter(()))
+    with old as lines:
+        lines = (line for line in lines if line.strip())
+        pending = next(lines, None)
+        for i, sol in enumerate(read_solutions(inp)):
+            key, line = _key(sol, i), None
+            if pending is not None and _record_key(json.loads(pending)) == key:
+                line, pending = pending, next(lines, None)
+            yield i, key, sol, line
+        if pending is not None:
+            raise ValueError(f"{out} holds a record {_record_key(json.loads(pending))!r} that {inp} does not (or "
+                             "not in this order): it is not a scored copy of this input; write another OUT")
 
 
 def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | os.PathLike,
@@ -187,62 +261,102 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
     if cfg.cpu_threads and state.device.type == "cpu":
         torch.set_num_threads(cfg.cpu_threads)
     scorer = scorer or Scorer(model_dir, device=state.device, neutral=cfg.neutral, packing=cfg.packing)
+    name, stamp = cfg.name or scorer.card.kind, score_stamp(scorer, model_dir, cfg)
     out = Path(out)
+    if same_file(inp, out):
+        raise ValueError(f"output {out} is the same file as input {inp}; refusing to overwrite the input")
     world, rank = state.num_processes, state.process_index
-    shard = out.with_name(f".{out.name}.part{rank}of{world}")
-    if not cfg.resume and out.exists() and state.is_main_process:
-        out.unlink()  # no resume: an earlier output is replaced, not merged into
+    shard = _shard_path(out, rank, world)
+    if not cfg.resume and state.is_main_process:
+        out.unlink(missing_ok=True)  # no resume: an earlier output is replaced, not merged into
     state.wait_for_everyone()
-    previous = output_keys(out, _record_key) if cfg.resume else set()
-    done = previous | (finished_lines(shard, _record_key) if cfg.resume else set())
-    if not cfg.resume and shard.exists():
-        shard.unlink()
-    todo = ((i, s) for i, s in enumerate(read_solutions(inp))
-            if i % world == rank and _key(s, i) not in done)
+    if not cfg.resume:
+        shard.unlink(missing_ok=True)
+    in_shard = finished_lines(shard, _record_key)  # first: it cuts a line torn by a killed run
+    check_output(out, name, stamp)
+    check_output(shard, name, stamp)
+    counts = {"scored": 0, "skipped_already_scored": 0, "added_to_existing": 0}
     bar = tqdm(desc=f"score[{rank}]", unit="sol", disable=not cfg.progress or not state.is_local_main_process)
-    scored = 0
     with open(shard, "a", encoding="utf-8") as f:
+        todo = _todo(inp, out, name, rank, world, in_shard, counts)
         while batch := list(islice(todo, cfg.chunk)):
-            _score_chunk(scorer, batch, cfg, f)
-            scored += len(batch)
+            _score_chunk(scorer, batch, cfg, name, stamp, f)
+            counts["scored"] += len(batch)
             bar.update(len(batch))
     bar.close()
     state.wait_for_everyone()
     if state.is_main_process:
-        _merge(inp, out, previous, world)
+        _merge(inp, out, name, world)
     state.wait_for_everyone()
-    return {"scored": scored, "skipped_already_scored": len(done), "processes": world,
-            "truncation": scorer.truncation.to_dict()}
+    return {**counts, "processes": world, "truncation": scorer.truncation.to_dict()}
 
 
-def _score_chunk(scorer: Scorer, batch: list, cfg: ScoreConfig, f) -> None:
+def _shard_path(out: Path, rank: int, world: int) -> Path:
+    return out.with_name(f".{out.name}.part{rank}of{world}")
+
+
+def _todo(inp, out: Path, name: str, rank: int, world: int, in_shard: set, counts: dict):
+    """This process's records still to score: OUT's version of a record (its other columns kept) where OUT
+    holds it without ``name`` scores, else the input's; counts what is skipped and what is extended."""
+    for i, key, sol, line in _joined(inp, out):
+        if i % world != rank:
+            continue
+        if key in in_shard or (line is not None and _stamp_of(json.loads(line), name) is not None):
+            counts["skipped_already_scored"] += 1
+            continue
+        if line is not None:
+            sol = Solution.from_dict(json.loads(line))
+            counts["added_to_existing"] += 1
+        yield i, sol
+
+
+def _score_chunk(scorer: Scorer, batch: list, cfg: ScoreConfig, name: str, stamp: dict, f) -> None:
     sols = [s for _, s in batch]
     probs = scorer.probabilities([s.problem.problem for s in sols], [s.texts for s in sols], cfg.batch_size,
                                  cfg.sort_by_length)
     for (i, sol), p in zip(batch, probs):
-        scorer.annotate(sol, p, cfg.aggregations, cfg.name)
+        clear_scores(sol, name)
+        scorer.annotate(sol, p, cfg.aggregations, name)
+        sol.meta.setdefault(SCORED_BY, {})[name] = stamp
         if sol.id is None:
             sol.meta["prmkit_score_position"] = f"#{i}"
         f.write(dumps(sol) + "\n")
     f.flush()
 
 
-def _merge(inp, out: Path, previous: set[str], world: int) -> None:
-    """Output = the records of a previous complete output, then the shards' records in input order."""
-    shards = [out.with_name(f".{out.name}.part{r}of{world}") for r in range(world)]
+def clear_scores(solution, name: str) -> None:
+    """Remove ``name``'s solution and step scores (an input scored before, by another model or with other
+    aggregations, must not keep a column this run does not rewrite).
+
+    >>> from prmkit.schema import Solution
+    >>> s = Solution.from_steps("1+1?", ["2"], ratings=[1]); s.scores.update(prm_product=0.4, orm=0.9)
+    >>> s.steps[0].scores.update(p_correct=0.4, orm2_p_correct=0.1); clear_scores(s, "prm")
+    >>> s.scores, s.steps[0].scores
+    ({'orm': 0.9}, {'orm2_p_correct': 0.1})
+    """
+    for key in [k for k in solution.scores if k == name or k.startswith(f"{name}_")]:
+        del solution.scores[key]
+    step_keys = ("p_pos", "p_neg", "p_neu", "p_correct")
+    prefix = "" if name == "prm" else f"{name}_"
+    for step in solution.steps:
+        for key in [f"{prefix}{k}" for k in step_keys if f"{prefix}{k}" in step.scores]:
+            del step.scores[key]
+    if SCORED_BY in solution.meta:
+        solution.meta[SCORED_BY].pop(name, None)
+
+
+def _merge(inp, out: Path, name: str, world: int) -> None:
+    """Output = in input order, OUT's line for a record it holds with ``name`` scores, else the shards'."""
+    shards = [_shard_path(out, r, world) for r in range(world)]
     handles = [open(s, encoding="utf-8") for s in shards]  # noqa: SIM115  (closed in finally)
     try:
         with atomic_output(out, [inp]) as w:
-            if out.exists():
-                with open_text(out) as old:
-                    for line in old:
-                        w.write(line)
-            for i, sol in enumerate(read_solutions(inp)):
-                if _key(sol, i) in previous:
-                    continue
-                line = handles[i % world].readline()
-                if line:
-                    w.write(line)
+            for i, key, _, line in _joined(inp, out):
+                if line is None or _stamp_of(json.loads(line), name) is None:
+                    line = handles[i % world].readline()
+                    if not line or _record_key(json.loads(line)) != key:
+                        raise RuntimeError(f"{shards[i % world]}: record {key!r} missing from the scored shard")
+                w.write(line if line.endswith("\n") else line + "\n")
     finally:
         for h in handles:
             h.close()

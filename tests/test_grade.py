@@ -414,3 +414,40 @@ def test_gsm8k_example_solutions_grade_as_recorded(shared_data):
              for r in rows for m in GSM8K_EXAMPLE_MODELS]
     results = grade_many([(given, gold) for given, gold, _ in pairs])
     assert [r.correct for r in results] == [right for *_, right in pairs]
+
+
+# --- words, names and choice letters: text in every mode (issue 29, 1) ------------------------------
+
+WRAPS = ("{}", "\\text{{{}}}", "\\mathrm{{{}}}", "\\textbf{{{}}}", "\\boxed{{\\text{{{}}}}}")
+word = st.sampled_from(["yes", "no", "Alice", "Bob", "odd", "even", "north east", "North  East", "Evelyn", "neither"])
+
+
+@settings(deadline=None, max_examples=60)
+@given(a=word, b=word, wrap_a=st.sampled_from(WRAPS), wrap_b=st.sampled_from(WRAPS[:4]),
+       mode=st.sampled_from(["strict", "lenient"]))
+def test_words_are_equal_only_as_text(a, b, wrap_a, wrap_b, mode, pool):
+    result = grade(wrap_a.format(a), wrap_b.format(b), mode, pool=pool)
+    assert result.reason in ("equal-text", "different-text"), result  # decided without Math-Verify
+    assert result.correct == (" ".join(a.lower().split()) == " ".join(b.lower().split()))
+
+
+@settings(deadline=None, max_examples=40)
+@given(a=st.sampled_from("ABCDE"), b=st.sampled_from("ABCDE"), form_a=st.sampled_from(["{}", "({})", "\\text{{({})}}"]),
+       form_b=st.sampled_from(["{}", "({})", "\\text{{{}}}", "\\textbf{{({})}}"]), mode=st.sampled_from(["strict", "lenient"]))
+def test_a_choice_letter_matches_its_option_only(a, b, form_a, form_b, mode, pool):
+    assert grade(form_a.format(a), form_b.format(b), mode, pool=pool).correct == (a == b)
+
+
+def test_prmkit_grade_lenient_on_words_as_the_user_ran_it(tmp_path, capsys):
+    """The issue's command: ``prmkit grade pairs.jsonl --mode lenient`` accepted yes for no."""
+    from prmkit.cli import main
+
+    pairs = tmp_path / "pairs.jsonl"
+    rows = [("\\boxed{\\text{yes}}", "\\text{no}"), ("\\text{B}", "\\text{(C)}"), ("Alice", "Bob"), ("y=3", "x=3")]
+    pairs.write_text("".join(json.dumps({"given": g, "gold": t}) + "\n" for g, t in rows))
+    out = tmp_path / "graded.jsonl"
+    assert main(["grade", str(pairs), "--out", str(out), "--mode", "lenient"]) == 0
+    graded = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [g["grade"] for g in graded[:3]] == ["incorrect"] * 3
+    assert main(["grade", str(pairs), "--out", str(out)]) == 0
+    assert [json.loads(line)["grade"] for line in out.read_text().splitlines()] == ["incorrect"] * 4

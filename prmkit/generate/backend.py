@@ -68,6 +68,11 @@ class Backend:
         sampling = self.cfg.sampling if self.cfg is not None else {}
         return [self.name, {k: v for k, v in sampling.items() if k != "n"}]
 
+    def fingerprint(self) -> dict:
+        """What decides its samples beyond its name and settings, recorded with them: a local model's weights
+        (a folder retrained in place keeps its name), a rule-based generator's rules; nothing for a server."""
+        return {}
+
     def close(self) -> None:
         """Release what the backend holds (a model, a server connection)."""
 

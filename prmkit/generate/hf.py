@@ -194,13 +194,19 @@ def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:
 class HFBackend(Backend):
     """Samples from a local model folder with transformers; see the module docstring."""
 
-    def __init__(self, cfg, sampler: Sampler, name: str = "", detokenize=None):
+    def __init__(self, cfg, sampler: Sampler, name: str = "", detokenize=None, folder: str = ""):
         self.cfg, self.sampler = cfg, sampler
         self.name = name or cfg.model
+        self.folder = folder or cfg.model
         self.fmt = format_of(cfg)
         self.shots = load_shots(cfg)
         self.detokenize = detokenize or (lambda text: text)
         self.sampling = Sampling(cfg.max_new_tokens, cfg.temperature, cfg.top_p)
+
+    def fingerprint(self) -> dict:
+        from prmkit.model.identity import weights_digest
+
+        return {"weights": weights_digest(self.folder)}
 
     @classmethod
     def from_config(cls, cfg) -> HFBackend:

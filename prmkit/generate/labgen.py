@@ -66,6 +66,11 @@ class LabBackend(Backend):
 
         return [*super().identity(), config_hash(self.generator)]  # its rules, not its name, decide its samples
 
+    def fingerprint(self):
+        from prmkit.lab.domain import config_hash
+
+        return {"rules": config_hash(self.generator)}
+
     def generate(self, problems, n):
         from prmkit.lab.generator import generate
 
@@ -108,7 +113,7 @@ def lab_lm_backend(cfg, progress: bool = False, log=print, lab=None):
     cfg = dataclasses.replace(cfg, separator=fmt.separator, marker=fmt.marker, problem_suffix=fmt.problem_suffix,
                               prompt="{problem}", chat_template=False)
     sampler = Sampler.load(str(folder), cfg.device, end=fmt.marker)
-    return HFBackend(cfg, sampler, name=f"lab-lm/{folder.name}", detokenize=lab_text)
+    return HFBackend(cfg, sampler, name=f"lab-lm/{folder.name}", detokenize=lab_text, folder=str(folder))
 
 
 def lab_backend(cfg) -> Backend:

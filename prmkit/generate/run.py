@@ -111,11 +111,14 @@ def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateC
     todo = [(idx, p) for idx, p in mine if any(sample_id(p, cfg.seed, j) not in done for j in range(cfg.n))]
     summary = {"problems": len(mine), "problems_generated": len(todo), "skipped_already_done": len(done),
                "written": 0}
-    if todo:
+    if todo or done:  # a complete output is checked too: its samples must be this model's and settings'
         own = backend is None
         backend = backend or make_backend(cfg)
         try:
-            summary.update(_generate(todo, part, out, backend, cfg, done, log))
+            generator = generator_of(backend, cfg)
+            check_same_generator(generator, [part, out])
+            if todo:
+                summary.update(_generate(todo, part, out, backend, generator, cfg, done, log))
         finally:
             if own:
                 backend.close()
@@ -124,12 +127,18 @@ def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateC
     return summary
 
 
-def _generate(todo: list, part: Path, out: Path, backend: Backend, cfg: GenerateConfig, done: set[str],
-              log) -> dict:
+def generator_of(backend: Backend, cfg: GenerateConfig) -> Generator:
+    """The record's ``generator``: the backend's name and everything its records depend on (the sampling
+    settings it used, how samples become steps, its weights or rules)."""
+    used = backend.cfg or cfg
+    split = {"steps": cfg.steps, **({"step_separator": cfg.step_separator} if cfg.step_separator else {})}
+    return Generator(backend.name, {"backend": cfg.backend, **used.sampling, **split, **backend.fingerprint()})
+
+
+def _generate(todo: list, part: Path, out: Path, backend: Backend, generator: Generator, cfg: GenerateConfig,
+              done: set[str], log) -> dict:
     """Sample ``todo`` into ``part``, a few problems per flush; the summary's counts."""
     used = backend.cfg or cfg
-    generator = Generator(backend.name, {"backend": cfg.backend, **used.sampling})
-    check_same_generator(generator, [part, out])
     part.parent.mkdir(parents=True, exist_ok=True)
     stats = _Progress(cfg, cfg.n * len(todo))
     try:

@@ -26,6 +26,11 @@ class VLLMBackend(Backend):
         self.llm = llm or vllm.LLM(model=cfg.model, tensor_parallel_size=cfg.tensor_parallel,
                                    data_parallel_size=cfg.data_parallel, seed=cfg.seed)
 
+    def fingerprint(self) -> dict:
+        from prmkit.model.identity import weights_digest
+
+        return {"weights": weights_digest(self.cfg.model)}
+
     def _prompt(self, problem, prefix_steps: list[str]) -> str:
         if not self.cfg.chat_template:
             return prompt_text(problem.problem, prefix_steps, self.cfg, self.shots)

@@ -16,6 +16,7 @@ How a pair is graded (``docs/grading.md`` states the policy and the measurements
    with no answer, or a box cut off, is ``incorrect`` with reason ``no-answer``).
 2. Fast path, pure strings, in this process: different units or a currency against a percentage
    (:mod:`prmkit.grade.units`), a set against a tuple in ``strict`` (:mod:`prmkit.grade.structure`),
+   words, names and choice letters as text (:mod:`prmkit.grade.words`), an equation's variable,
    equal :func:`normalize` keys, two exact numbers that differ, collections and matrices of exact
    numbers entry by entry. Most pairs stop here.
 3. Otherwise Math-Verify parses and compares them in a worker process under a hard deadline
@@ -48,6 +49,7 @@ from prmkit.grade.normalize import canonical_latex, exact_number, is_decimal, no
 from prmkit.grade.structure import collection_kind, entries
 from prmkit.grade.symbolic import DEFAULT_TIMEOUT, GradeError, GradeTimeout, SymbolicPool, default_pool
 from prmkit.grade.units import compare_units
+from prmkit.grade.words import equation_variable, text_answer
 from prmkit.schema import GRADES
 
 __all__ = ["GRADERS", "MODES", "REASONS", "GradeError", "GradeResult", "GradeTimeout", "SymbolicPool",
@@ -59,8 +61,8 @@ relations ~ intervals, case and list order of plain comma lists ignored."""
 
 REASONS = {
     "equal-normalized": "correct", "equal-symbolic": "correct", "equal-unordered": "correct",
-    "equal-entries": "correct", "equal-converted": "correct",
-    "different-number": "incorrect", "different-symbolic": "incorrect", "different-entries": "incorrect",
+    "equal-entries": "correct", "equal-converted": "correct", "equal-text": "correct",
+    "different-number": "incorrect", "different-text": "incorrect", "different-variable": "incorrect", "different-symbolic": "incorrect", "different-entries": "incorrect",
     "different-unit": "incorrect", "different-collection": "incorrect", "no-answer": "incorrect",
     "given-unparsed": "unparseable", "timeout": "unparseable", "memory": "unparseable",
 }
@@ -268,7 +270,14 @@ def _fast(p: _Prepared, mode: str) -> GradeResult | None:
     kinds = collection_kind(p.given), collection_kind(p.gold)
     if mode == "strict" and None not in kinds and kinds[0] != kinds[1]:
         return p.result("different-collection", f"{kinds[0]} against {kinds[1]}")
-    if p.given_key == p.gold_key:
+    decided = None if p.prose else _by_text(p, mode)
+    if decided is not None:
+        return decided
+    names = equation_variable(p.given), equation_variable(p.gold)
+    other_variable = None not in names and names[0] != names[1]  # the keys drop "y =": they must not decide
+    if other_variable and mode == "strict":
+        return p.result("different-variable", f"{names[0]} against {names[1]}")
+    if p.given_key == p.gold_key and not other_variable:
         return p.result("equal-normalized")
     if a is not None and b is not None and not _percent(p.given + p.gold):  # the answers, not the prose
         if _numbers_differ(p.given, p.gold, a, b):
@@ -276,12 +285,31 @@ def _fast(p: _Prepared, mode: str) -> GradeResult | None:
     decided = _by_entries(p)
     if decided is not None:
         return decided
-    if mode == "lenient":
+    if mode == "lenient" and not other_variable:
         if p.given_key.lower() == p.gold_key.lower():
             return p.result("equal-normalized")
         if "," in p.gold_key and sorted(_items(p.given_key)) == sorted(_items(p.gold_key)):
             return p.result("equal-unordered")
     return None
+
+
+def _by_text(p: _Prepared, mode: str) -> GradeResult | None:
+    """Words, names and choice letters as text (:mod:`prmkit.grade.words`), in every mode. The gold's kind
+    decides: a gold that is words is never matched by mathematics; a given answer in words against a
+    mathematical gold goes on to the symbolic step (which cannot read it: no answer)."""
+    ours, theirs = text_answer(p.given), text_answer(p.gold)
+    if theirs is None:
+        return None
+    if ours == theirs:
+        return p.result("equal-text")
+    listed = mode == "lenient" and ours is not None and ours[0] == theirs[0] == "words" and "," in theirs[1]
+    if listed and sorted(_words(ours[1])) == sorted(_words(theirs[1])):
+        return p.result("equal-unordered")
+    return p.result("different-text", f"{ours or 'mathematics'} against {theirs}")
+
+
+def _words(text: str) -> list[str]:
+    return [w.strip() for w in text.split(",")]
 
 
 def _numbers_differ(given: str, gold: str, a, b) -> bool | None:
@@ -338,8 +366,9 @@ def _for_math_verify(text: str, answer: str) -> str:
 def _is_prose(text: str) -> bool:
     """Text with no answer marker that is more than a bare answer: LaTeX delimiters, or two words or
     more (environment names aside), in which Math-Verify looks for the answer."""
-    return extract_answer(text) is None and bool(_DELIMITERS.search(text.replace("\\$", ""))
-                                                 or len(_WORD.findall(_ENVIRONMENT.sub("", text))) >= 2)
+    if extract_answer(text) is not None or text_answer(text) is not None:  # "\\text{north east}" is an answer
+        return False
+    return bool(_DELIMITERS.search(text.replace("\\$", "")) or len(_WORD.findall(_ENVIRONMENT.sub("", text))) >= 2)
 
 
 def _delimited(text: str) -> str:
@@ -355,7 +384,10 @@ def _finish(p: _Prepared, reply: dict, on_timeout: str) -> GradeResult:
         return p.result("timeout")
     if reply.get("resource"):
         return p.result("memory", f"worker ran out of memory ({reply['resource']})")
+    words = text_answer(p.given) is not None  # words without mathematics, against a mathematical gold
     if reply.get("unparsed") == "given":
+        if p.prose or words:  # nothing Math-Verify can read as mathematics: no answer was given
+            return p.result("no-answer", reply.get("error", ""))
         return p.result("given-unparsed", reply.get("error", ""))
     if reply.get("unparsed") == "gold":
         raise GradeError(f"gold answer {p.gold[:120]!r} cannot be parsed")
@@ -363,4 +395,6 @@ def _finish(p: _Prepared, reply: dict, on_timeout: str) -> GradeResult:
         return p.result("equal-symbolic", f"gold={reply['gold']} given={reply['given']}")
     if "error" in reply:
         raise GradeError(f"grading given {p.given[:80]!r} vs gold {p.gold[:80]!r} failed: {reply['error']}")
+    if words:  # "I don't know." read as the product I*d*o*n*t*k*n*o*w is no answer, not a wrong formula
+        return p.result("no-answer", f"words, not mathematics: {p.given[:80]!r}")
     return p.result("different-symbolic", f"gold={reply['gold']} given={reply['given']}")

@@ -1,11 +1,19 @@
-"""Report layout with many score columns: tables scroll sideways with their row names in view, figures
-keep their legend off the axes and draw few CI bands, and the lab report ends in no long dump."""
+"""Report layout with many score columns: the comparison with majority voting fits the page (checked in
+headless Chromium at 1280 px, with a screenshot), the wide table scrolls sideways with its row names in
+view, figures keep their legend off the axes and band each scorer's best-of-N curve while few, and the
+lab report ends in no long dump.
+
+The browser test needs /usr/bin/chromium (or $PRMKIT_CHROMIUM) and the playwright package;
+`eval "$(bash scripts/services.sh)"` provides them. Skipped, with the reason, without.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -18,6 +26,7 @@ from prmkit.evaluate.plots import BANDS_UP_TO, bon_figure, bon_panels, plot_bon
 from prmkit.evaluate.pool import pool_from_lists
 from prmkit.evaluate.report import write_report
 from prmkit.io import write_json, write_records
+from prmkit.schema import Generator, Problem, Solution
 
 NINE = ["prm_min", "prm_product", "prm_last", "prm_mean", "orm", "likelihood_mean", "likelihood_min", "rm_a", "rm_b"]
 
@@ -55,13 +64,27 @@ def test_wide_report_table_scrolls_with_its_first_column_in_view(tmp_path):
     plot_bon(result, tmp_path / "bon.png")
     write_json(tmp_path / "bon.json", {**result, "figures": ["bon.png"]})
     html = write_report(tmp_path).read_text()
-    assert html.count("<table") == 1 == html.count("<div class='table-wrap'><table>")
-    header = re.search(r"<table><tr>(.*?)</tr>", html).group(1)
+    assert html.count("<table") == 3 == html.count("<div class='table-wrap'><table")  # provenance, comparison, wide
+    wide = html[html.index("<details><summary>Every number"):]
+    header = re.search(r"<table><tr>(.*?)</tr>", wide).group(1)
     assert header.count("<th>") == 1 + 9 + 1 + 1 + 9  # N, best-of-N, pass, majority, weighted votes
+    compare = re.search(r"<table class='compare'><thead><tr>(.*?)</tr>", html).group(1)
+    assert compare.count("<th>") == 6  # whatever the number of scorers: a row per scorer, not a column
     style = css()
     assert ".table-wrap{overflow-x:auto" in style
     first_column = re.findall(r"td:first-child,th:first-child\{([^}]*)\}", style)
     assert any("position:sticky" in rule and "left:0" in rule for rule in first_column)
+
+
+def test_each_scorers_best_of_n_curve_keeps_its_band_beside_the_votes():
+    result = nine_column_result()
+    for kept in (["orm"], ["orm", "prm_min"]):
+        curves = {k: v for k, v in result["curves"].items()
+                  if k in ("pass", "maj_acc", "first_acc") or k[k.find("[") + 1:-1] in kept}
+        fig = bon_figure({"ns": result["ns"], "curves": curves})
+        assert bands(fig.axes[0]) == len(kept) + 1  # each scorer's best-of-N and majority vote, not the weighted
+        title = fig.axes[0].get_title()  # it names the banded curves
+        assert all(c in title for c in kept) and "majority vote" in title and "weighted" not in title
 
 
 def test_many_curves_are_small_multiples_with_few_bands_and_the_legend_below():
@@ -135,3 +158,63 @@ def test_lab_report_ends_compactly_and_keeps_legends_off_the_curves(lab_run):
     assert "&lt;p class" not in html  # the AUROC-per-error note is HTML, not escaped text
     assert len(figures) == 3  # best-of-N held-out and OOD, the sweep
     assert all(legend_is_off_the_axes(fig) for fig in figures)
+
+
+# --- in a real browser --------------------------------------------------------------------------------
+
+CHROMIUM = os.environ.get("PRMKIT_CHROMIUM", "/usr/bin/chromium")
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync"]
+STAMP = {"model": "/models/prm-tiny", "weights": "0f" * 32, "kind": "prm", "aggregations": ["min"], "neutral": ""}
+
+
+def nine_column_run(tmp_path) -> Path:
+    """``prmkit eval bon`` on a pool scored by nine columns, as ``prmkit score`` leaves a file (a stamp
+    naming the model, a generator), some ORM scores lost to truncation and one ungradable sample."""
+    from prmkit.cli import main
+
+    rng = np.random.default_rng(0)
+    sols = []
+    for p in range(16):
+        for i in range(8):
+            ok = bool(rng.random() < 0.45)
+            sol = Solution.from_steps(Problem(f"q{p}", answer="1", id=f"p{p}"), ["a", "b"],
+                                      answer="1" if ok else str(2 + i % 3),
+                                      grade="unparseable" if (p, i) == (3, 3) else "correct" if ok else "incorrect",
+                                      generator=Generator("policy-7b"), meta={"scored_by": {"prm": STAMP}})
+            sol.scores = {c: float(0.12 * j * ok + rng.random()) for j, c in enumerate(NINE)}
+            if (p * 8 + i) % 17 == 0:
+                sol.scores.pop("orm")
+            sols.append(sol)
+    write_records(tmp_path / "scored.jsonl", sols)
+    assert main(["eval", "bon", str(tmp_path / "scored.jsonl"), "--score", ",".join(NINE), "--n", "1,2,4,8",
+                 "--answer-key", "exact", "--bootstrap", "200", "--out", str(tmp_path / "run")]) == 0
+    return write_report(tmp_path / "run")
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not Path(CHROMIUM).is_file(), reason=f"no Chromium at {CHROMIUM} (apt-get install chromium; "
+                                                        "scripts/services.sh does)")
+def test_report_in_chromium_at_1280px_fits_and_shows_its_warnings_and_provenance(tmp_path):
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (its driver, no browser)")
+    report = nine_column_run(tmp_path)
+    shot = tmp_path / "report-1280.png"
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(report.as_uri())
+        fit = page.eval_on_selector("table.compare", "t => [t.parentElement.scrollWidth, t.parentElement.clientWidth,"
+                                                     " document.documentElement.scrollWidth, window.innerWidth]")
+        boxes = {name: page.locator(f"#{name}") for name in ("provenance", "warnings")}
+        visible = {name: box.is_visible() for name, box in boxes.items()}
+        text = {name: box.inner_text() for name, box in boxes.items()}
+        wide = page.eval_on_selector("details .table-wrap", "w => [w.scrollWidth, w.clientWidth]")
+        page.screenshot(path=str(shot), full_page=True)
+        browser.close()
+    assert fit[0] <= fit[1] and fit[2] <= fit[3]  # the comparison, and the page, need no sideways scrollbar
+    assert visible == {"provenance": True, "warnings": True}
+    assert "/models/prm-tiny" in text["provenance"] and "policy-7b (128)" in text["provenance"]
+    assert str(tmp_path / "scored.jsonl") in text["provenance"]
+    assert "have no score 'orm'" in text["warnings"] and "1 samples left out as ungradable" in text["warnings"]
+    assert wide[0] > wide[1]  # the full table, collapsed, still is wider than the page: it scrolls in its box
+    assert shot.stat().st_size > 10_000

@@ -106,6 +106,7 @@ def run_bon(args: argparse.Namespace) -> int:
     from prmkit.evaluate.curves import default_ns, evaluate_pool, format_table
     from prmkit.evaluate.plots import plot_bon
     from prmkit.evaluate.pool import load_pool
+    from prmkit.evaluate.report import comparison_curves, read_provenance
     from prmkit.io import write_json
 
     columns = [c.strip() for c in args.score.split(",") if c.strip()] if args.score else None
@@ -115,8 +116,10 @@ def run_bon(args: argparse.Namespace) -> int:
     n_votes = 0 if args.no_vote else (1 + len(columns)) * len(ns)
     with tqdm(total=n_votes, desc="voting (Monte Carlo)", disable=None if n_votes else True, leave=False) as bar:
         result = evaluate_pool(pool, columns, ns, args.pad_to, not args.no_vote, args.vote_weight, args.target_se,
-                               args.bootstrap, args.seed, progress=bar)
-    result = {"kind": "bon", "source": [str(args.scored)], **result}
+                               args.bootstrap, args.seed, progress=bar,
+                               per_problem=comparison_curves(columns, not args.no_vote))
+    result = {"kind": "bon", "source": [str(args.scored)], **result,
+              "provenance": read_provenance(args.scored, pool.format, columns)}
     result["settings"]["answer_key"] = args.answer_key
     print(format_table(result))
     if args.out:

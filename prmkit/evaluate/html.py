@@ -5,8 +5,10 @@ HTML these functions return is marked safe (``markupsafe.Markup``), so blocks ne
 escaping. The blocks: :func:`table` (in a container that scrolls sideways when the table is wider than
 the page, its first column, the row names, staying in view), :func:`figure` (a PNG embedded as base64,
 so a page needs no other file), :func:`bon_section` and :func:`steps_section` (the results of
-``prmkit eval bon`` / ``steps``), :func:`config_block` (a configuration, collapsed) and :func:`page` (a
-whole self-contained page around them).
+``prmkit eval bon`` / ``steps``), :func:`comparison_table` (each scorer against majority voting, narrow:
+it fits the page whatever the number of scorers), :func:`warnings_box` and :func:`provenance_block`
+(boxes that stand out at the top of a report), :func:`collapsed` and :func:`config_block` (a
+configuration, collapsed) and :func:`page` (a whole self-contained page around them).
 
 >>> str(table(["N", "acc"], [["1", "<b>"]]))
 "<div class='table-wrap'><table><tr><th>N</th><th>acc</th></tr><tr><td>1</td><td>&lt;b&gt;</td></tr></table></div>"
@@ -93,13 +95,42 @@ def pct(x: float) -> str:
 
 
 def bon_section(result: dict) -> Markup:
+    """Every number of a ``prmkit eval bon`` result under a heading naming its source (:func:`bon_table`)."""
+    return render("bon.html.j2", source=result.get("source", []), body=bon_table(result))
+
+
+def bon_table(result: dict) -> Markup:
     """Every number of a ``prmkit eval bon`` result: each curve at each N with its CI, and the first sample."""
     from prmkit.evaluate.curves import curve_rows
 
     names, rows = curve_rows(result)
     first = result["curves"]["first_acc"]
-    return render("bon.html.j2", source=result.get("source", []), pool=result["pool"], table=table(["N", *names], rows),
+    return render("bon_table.html.j2", pool=result["pool"], table=table(["N", *names], rows),
                   first=f"{pct(first['estimate'][0])} [{pct(first['ci_low'][0])}, {pct(first['ci_high'][0])}]")
+
+
+def comparison_table(source: str, groups: list[dict], majority: bool = True, paired: bool = False) -> Markup:
+    """Each scorer against majority voting: one block of rows per N (``N``, pass@N and majority once, then
+    a row per scorer: its best-of-N and the difference), from ``prmkit.evaluate.report.comparison_groups``.
+    Six columns whatever the number of scorers, so it fits the page. ``majority``: the result has a
+    majority vote; ``paired``: the differences carry paired intervals (coloured where they exclude 0)."""
+    return render("compare.html.j2", source=source, groups=groups, majority=majority, paired=paired,
+                  scorers=any(g["rows"] for g in groups))
+
+
+def warnings_box(items: list[tuple[str, str]]) -> Markup:
+    """A box of warnings, ``(where, sentence)`` each; ``where`` (a result file) is shown when there are several."""
+    return render("warnings.html.j2", items=items, many=len({where for where, _ in items}) > 1)
+
+
+def provenance_block(blocks: list[tuple[str, list[list[str]]]]) -> Markup:
+    """What produced the numbers: per result (``(name, [[what, value], ...])``) a key/value table."""
+    return render("provenance.html.j2", blocks=[(name, table([], rows, cls="kv")) for name, rows in blocks])
+
+
+def collapsed(summary: str, body) -> Markup:
+    """``body`` in a closed ``<details>`` whose ``summary`` says what it holds."""
+    return render("collapsed.html.j2", summary=summary, body=body)
 
 
 def steps_section(result: dict) -> Markup:
@@ -117,5 +148,5 @@ def steps_section(result: dict) -> Markup:
                   table=table(["subset", "solutions", "acc. erroneous", "acc. correct", "F1"], rows))
 
 
-__all__ = ["bon_section", "compact", "config_block", "css", "environment", "figure", "page", "pct", "render",
-           "steps_section", "table"]
+__all__ = ["bon_section", "bon_table", "collapsed", "compact", "comparison_table", "config_block", "css", "environment",
+           "figure", "page", "pct", "provenance_block", "render", "steps_section", "table", "warnings_box"]

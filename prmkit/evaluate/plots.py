@@ -22,9 +22,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 BANDS_UP_TO = 3
-"""A panel with more curves than this gets CI bands only for its best curve at the largest N and for
-majority vote (the baseline a scorer must beat); the other curves are lines. Nine translucent bands
-over one another read as one grey smear."""
+"""A panel showing more curves than this gets CI bands for each scorer's best-of-N curve and for majority
+vote (the baseline a scorer must beat), and where it has more scorers than this, only for the best of
+them at the largest N and majority vote; the other curves are lines. Nine translucent bands over one
+another read as one grey smear."""
 _BASELINES = {"pass": {"color": "black", "linestyle": "--", "zorder": 10},
               "maj_acc": {"color": "dimgrey", "linestyle": "-.", "zorder": 9}}
 _KINDS = {"bon_acc": "best-of-N", "weighted_acc": "weighted vote"}
@@ -65,12 +66,22 @@ def bon_panels(names: list[str]) -> list[tuple[str, list[str]]]:
 
 
 def _banded(result: dict, panel: list[str]) -> set[str]:
-    """The curves of one panel that get a CI band (see :data:`BANDS_UP_TO`)."""
+    """The curves of one panel that get a CI band (see :data:`BANDS_UP_TO`): all while few are shown; else
+    each scorer's best-of-N curve (the user's PRM is one of them: a weighted vote that happens to end higher
+    must not take its band) and majority vote, or only the best of them and majority when they are many.
+
+    >>> curves = {k: {"estimate": [0.5, e]} for k, e in (("bon_acc[prm]", .6), ("weighted_acc[prm]", .7),
+    ...           ("pass", .9), ("maj_acc", .65))}
+    >>> sorted(_banded({"curves": curves}, ["bon_acc[prm]", "weighted_acc[prm]"]))
+    ['bon_acc[prm]', 'maj_acc']
+    """
     shown = panel + [b for b in _BASELINES if b in result["curves"]]
     if len(shown) <= BANDS_UP_TO:
         return set(shown)
-    best = max(panel, key=lambda n: result["curves"][n]["estimate"][-1], default=None)
-    return {n for n in (best, "maj_acc") if n in result["curves"]}
+    main = [n for n in panel if n.startswith("bon_acc[")] or panel
+    if len(main) > BANDS_UP_TO:
+        main = [max(main, key=lambda n: result["curves"][n]["estimate"][-1])]
+    return {n for n in (*main, "maj_acc") if n in result["curves"]}
 
 
 def bon_figure(result: dict, title: str = ""):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from prmkit.cli import HelpFormatter
@@ -80,6 +81,9 @@ def _register_steps(sub) -> None:
                    help="separate dev files for choosing the threshold (else --dev-fraction of each FILE)")
     p.add_argument("--dev-fraction", type=float, default=0.2, help="share of each subset held out as dev")
     p.add_argument("--seed", type=int, default=0, help="seed of the dev split")
+    p.add_argument("--skip-unscored", action="store_true",
+                   help="leave out solutions whose steps have no score (steps lost to truncation at scoring), "
+                        "counted and printed, instead of refusing the file")
     p.add_argument("--bins", type=int, default=10, help="bins of the reliability diagram and ECE")
     p.add_argument("--out", default=None, help="folder for NAME.json, NAME_reliability.png, NAME_f1.png")
     p.add_argument("--name", default="steps", help="file name stem of the outputs in --out")
@@ -137,16 +141,28 @@ def run_steps(args: argparse.Namespace) -> int:
     from prmkit.evaluate.steps import split_dev, step_metrics
     from prmkit.io import write_json
 
-    sets, skipped = zip(*(load_step_set(f, args.score, args.format) for f in args.files))
+    unscored: dict[str, list] = {}
+
+    def load(path):
+        found = unscored.setdefault(str(path), []) if args.skip_unscored else None
+        return load_step_set(path, args.score, args.format, found)
+
+    sets, skipped = zip(*(load(f) for f in args.files))
     if args.dev:
-        dev, test = [load_step_set(f, args.score, args.format)[0] for f in args.dev], list(sets)
+        dev, test = [load(f)[0] for f in args.dev], list(sets)
     else:
         dev, test = map(list, zip(*(split_dev(s, args.dev_fraction, args.seed) for s in sets)))
     result = {"kind": "steps", "source": [str(f) for f in args.files], "score_key": args.score,
               "skipped_unlabelled": dict(zip((s.name for s in sets), skipped)),
+              "skipped_unscored": {path: len(found) for path, found in unscored.items()},
               "dev_split": "files: " + ", ".join(args.dev) if args.dev else
               f"random {args.dev_fraction:.0%} of each subset (seed {args.seed})",
               **step_metrics(test, dev, args.bins)}
+    for path, found in unscored.items():
+        if found:
+            causes = sorted({why for _, why in found})
+            print(f"warning: {path}: left out {len(found)} solutions whose steps have no {args.score!r} score "
+                  f"(--skip-unscored; first at line {found[0][0]}; {', '.join(causes[:3])})", file=sys.stderr)
     print(format_steps(result))
     if args.out:
         out = Path(args.out)
@@ -155,7 +171,7 @@ def run_steps(args: argparse.Namespace) -> int:
             figures.append(plot_reliability(result["calibration"], out / f"{args.name}_reliability.png"))
         result["figures"] = [os.path.basename(f) for f in figures]
         write_json(out / f"{args.name}.json", result, inputs=args.files)
-        print(f"wrote {out / (args.name + '.json')}")
+        print(f"wrote {', '.join(str(out / f) for f in [args.name + '.json', *result['figures']])}")
     return 0
 
 

@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 
 from prmkit.convert.candidates import GSM8K_EXAMPLE_MODELS, gsm8k_example_answer, qwen_samples
-from prmkit.evaluate.aggregate import aggregate, parse_score_spec
-from prmkit.io import RecordError, iter_json
+from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate, parse_score_spec
+from prmkit.io import NoRecords, RecordError, iter_json
 from prmkit.schema import SchemaError, Solution, check_type
 
 FORMATS = ("prmkit", "qwen-candidates", "gsm8k-examples", "prm800k-samples")
@@ -160,6 +160,7 @@ class PoolBuilder:
         self.scores: dict[str, array] = {c: array("d") for c in self.fixed_columns or []}
         self.lost: dict[str, array] = {}  # model NAME -> per sample: its record has NAME_steps_lost > 0
         self.ungradable = 0  # samples the grader could not decide, left out (Pool.ungradable)
+        self.seen: set[str] = set()  # every score the records hold, to name them when a column is misspelt
 
     def add(self, problem: str, answer: str | None, correct: bool, scores: dict[str, float] | None = None,
             solution_scores: dict | None = None) -> None:
@@ -177,6 +178,7 @@ class PoolBuilder:
         self._add_lost(solution_scores or {})
 
     def _add_lost(self, scores: dict) -> None:
+        self.seen.update(k for k in scores if not k.endswith(STEPS_LOST))
         n = len(self.prob) - 1
         models = {k.removesuffix(STEPS_LOST) for k, v in scores.items() if k.endswith(STEPS_LOST) and v}
         for model in models - self.lost.keys():
@@ -224,9 +226,19 @@ class PoolBuilder:
         for name in self.fixed_columns or []:
             if np.isnan(pool.scores[name]).all():
                 lost = pool.truncated[name]
-                why = f"; {truncation_note('they', lost, name)}" if lost else ""
+                why = f"; {truncation_note('they', lost, name)}" if lost else self._columns_note(name)
                 raise ValueError(f"score column {name!r} is missing from every sample{why}")
         return pool
+
+    def _columns_note(self, name: str) -> str:
+        """The columns that exist, and the nearest to a misspelt ``name``."""
+        import difflib
+
+        if not self.seen:
+            return "; the samples hold no solution scores (score them with `prmkit score`)"
+        near = difflib.get_close_matches(name, sorted(self.seen), n=1)
+        hint = f": did you mean {near[0]!r}?" if near else "."
+        return f"{hint} The file's columns: {', '.join(sorted(self.seen))} (or KEY:AGG of a step score)"
 
     def _groups(self, prob: np.ndarray, local: np.ndarray) -> np.ndarray:
         grouper = answer_grouper(self.answer_key)
@@ -289,7 +301,7 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
     records = iter_json(path)
     first = next(records, None)
     if first is None:
-        raise RecordError(path, None, None, "empty file: no samples to evaluate")
+        raise NoRecords(path)
     if format == "auto":
         try:
             format = detect_format(first.value)
@@ -345,18 +357,34 @@ def solution_scores(sol: Solution, columns: list[str] | None) -> dict[str, float
     >>> solution_scores(s, ["orm", "p:min", "p:last"])
     {'orm': 0.4, 'p:min': 0.5, 'p:last': 0.5}
     """
-    if columns is None:  # every number but the truncation counts, which are no score
-        return {k: v for k, v in sol.scores.items()
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and not k.endswith(STEPS_LOST)}
+    if columns is None:  # every score but the truncation counts, which are no score
+        return {k: _score_value(v, f"scores.{k}") for k, v in sol.scores.items() if not k.endswith(STEPS_LOST)}
     out = {}
     for spec in columns:
         name, how = parse_score_spec(spec)
         if how is None:
-            out[spec] = sol.scores.get(name)
+            out[spec] = _score_value(sol.scores.get(name), f"scores.{name}")
         else:
-            steps = [st.scores.get(name) for st in sol.steps if st.taken is not None]
+            steps = [_score_value(st.scores.get(name), f"steps[{i}].scores.{name}")
+                     for i, st in enumerate(sol.steps) if st.taken is not None]
             out[spec] = None if not steps or None in steps else aggregate(steps, how)
     return out
+
+
+def _score_value(value: Any, field_path: str) -> float | None:
+    """A score as a float (None when absent); anything but a number is a :class:`SchemaError` on its field,
+    never a sample quietly left unscored.
+
+    >>> _score_value("high", "scores.prm_min")
+    Traceback (most recent call last):
+    ...
+    prmkit.schema.SchemaError: scores.prm_min: expected a number, got str 'high'
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SchemaError(field_path, f"expected a number, got {type(value).__name__} {value!r:.40}")
+    return float(value)
 
 
 STEPS_LOST = "_steps_lost"
@@ -389,9 +417,17 @@ def writes_column(model: str, column: str, step_key: bool = False) -> bool:
 
     >>> writes_column("prm", "prm_min"), writes_column("prm", "p_correct", True), writes_column("prm", "orm")
     (True, True, False)
+    >>> writes_column("prm", "prm_mni")  # a misspelt column is no truncation
+    False
     """
-    return column == model or column.startswith(model + "_") or (step_key and model == "prm"
-                                                                  and column.startswith("p_"))
+    prefix = "" if model == "prm" else f"{model}_"
+    if step_key:
+        return column in {f"{prefix}{k}" for k in STEP_SCORES}
+    return column == model or column in {f"{model}_{how}" for how in AGGREGATIONS}
+
+
+STEP_SCORES = ("p_correct", "p_pos", "p_neg", "p_neu")
+"""The step scores ``prmkit score`` writes (prefixed ``NAME_`` for a model not named ``prm``)."""
 
 
 def truncation_note(who: str, keys, column: str, step_key: bool = False) -> str:

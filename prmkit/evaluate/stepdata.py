@@ -27,7 +27,7 @@ from typing import Any
 
 from prmkit.evaluate.pool import steps_lost_key, truncation_note
 from prmkit.evaluate.steps import StepSet
-from prmkit.io import RecordError, iter_json
+from prmkit.io import RecordError, iter_json, require_records
 from prmkit.schema import SchemaError, Solution
 
 STEP_FORMATS = ("processbench", "prmkit")
@@ -58,11 +58,14 @@ class MissingStepScore(SchemaError):
         self.lost, self.keys = lost, keys
 
 
-def load_step_set(path, score_key: str, format: str = "auto") -> tuple[StepSet, int]:
+def load_step_set(path, score_key: str, format: str = "auto", unscored: list | None = None) -> tuple[StepSet, int]:
     """Read one subset; returns it and the number of solutions skipped for having no labelled step.
 
     Records without the step scores are all counted before the error, which says how many lack them
-    and why when the file says (truncation at scoring: ``NAME_steps_lost``)."""
+    and why when the file says (truncation at scoring: ``NAME_steps_lost``). With a list ``unscored``
+    (``eval steps --skip-unscored``) they are left out and listed there instead, as ``(line, why)``,
+    unless every record lacks them."""
+    require_records(path)  # said as such, not later as a lack of labelled steps
     data = StepSet(subset_name(path), [], [], [], [])
     skipped = 0
     missing: list[tuple[int, MissingStepScore]] = []
@@ -85,8 +88,11 @@ def load_step_set(path, score_key: str, format: str = "auto") -> tuple[StepSet, 
         data.scores.append(scores)
         data.labels.append(label)
         data.step_labels.append(step_labels)
-    if missing:
+    if missing and (unscored is None or not data.ids):
         raise _missing_error(path, score_key, missing, len(missing) + len(data.ids))
+    if missing:
+        unscored.extend((line, f"steps lost to truncation at scoring ({e.lost})" if e.lost else e.message)
+                        for line, e in missing)
     StepSet.__post_init__(data)
     return data, skipped
 
@@ -106,6 +112,8 @@ def _missing_error(path, key: str, missing: list, records: int) -> RecordError:
     if lost:
         who = "It" if len(missing) == 1 else "All of them" if len(lost) == len(missing) else f"{len(lost)} of them"
         message += f". {truncation_note(who, set(lost), key, step_key=True)}"
+    if not every:
+        message += "; or pass --skip-unscored to leave them out (counted and printed)"
     return RecordError(path, line, first.field, message)
 
 

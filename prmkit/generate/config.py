@@ -72,7 +72,9 @@ class GenerateConfig:
         "help": "I/K: generate only problems whose index modulo K is I (one shard per process or machine)"})
     resume: bool = field(default=True, metadata={"help": "skip samples already in the output or its partial "
                                                          "file (a rerun never duplicates a sample)"})
-    flush_every: int = field(default=8, metadata={"help": "problems per write to the partial file"})
+    flush_every: int = field(default=8, metadata={"help": "most problems per write to the partial file (hf, "
+                                                          "lab-lm: at most one batch's worth, so a killed run "
+                                                          "loses one batch at most)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar (samples/s, tokens/s)"})
 
     def __post_init__(self):

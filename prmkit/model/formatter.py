@@ -82,6 +82,8 @@ class Encoded:
     spans: list[tuple[int, int]]
     n_steps: int
     targets: list | None = None
+    full_length: int = 0
+    """Tokens the whole solution would take untruncated (what ``max_length`` must be to keep every step)."""
 
     @property
     def n_lost(self) -> int:
@@ -103,12 +105,16 @@ class TruncationReport:
     steps: int = 0
     steps_lost: int = 0
     solutions_truncated: int = 0
+    longest_needed: int = 0
+    """Tokens the longest truncated solution needed whole (0: none was truncated)."""
 
     def add(self, enc: Encoded) -> None:
         self.solutions += 1
         self.steps += enc.n_steps
         self.steps_lost += enc.n_lost
         self.solutions_truncated += enc.n_lost > 0
+        if enc.n_lost:
+            self.longest_needed = max(self.longest_needed, enc.full_length)
 
     @property
     def share_lost(self) -> float:
@@ -221,7 +227,8 @@ def _assemble(prefix: list[int], bodies: list[list[int]], tail: list[int], max_l
     if not ends:
         ids = ids[:max_length]
     kept = None if targets is None else list(targets[: len(ends)])
-    return Encoded(ids, ends, spans, len(bodies), kept)
+    full = len(prefix) + sum(len(body) + len(tail) for body in bodies)
+    return Encoded(ids, ends, spans, len(bodies), kept, full)
 
 
 def encode_solution(tokenizer, solution, cfg: FormatConfig, targets: list | None = None) -> Encoded:

@@ -5,6 +5,9 @@
 - **One class**: a PRM whose hard targets are all one class learns the base rate only (PRM800K phase 1's
   chosen path is all positive: its -1 ratings are on the alternatives); ``--allow-one-class`` trains anyway.
 - **Length past the model**: an explicit ``--max-length`` above the model's position limit.
+- **Ungraded ORM data**: solutions with no grade and no outcome label but a reference answer
+  (``problem.answer``, as PRM800K converts) are graded with ``--grade``, or refused with the command
+  that grades them (an ORM would otherwise find no target in them).
 """
 
 from __future__ import annotations
@@ -65,3 +68,26 @@ def check_max_length(cfg, limit: int | None, preset: bool) -> None:
     if cfg.max_length and limit and cfg.max_length > limit and not preset:
         raise ValueError(f"--max-length {cfg.max_length} is more than the {limit} positions {cfg.base_model} takes "
                          "(its max_position_embeddings): use at most that, or 0 for the model's own limit")
+
+
+def ensure_graded(cfg: TrainConfig, solutions: list, source: str) -> int:
+    """ORM data: grade (``cfg.grade``) or refuse solutions that have neither a grade nor an outcome label but
+    carry ``problem.answer``; returns how many were graded here."""
+    from prmkit.model.labels import outcome_target
+
+    if cfg.kind != "orm":
+        return 0
+    todo = [s for s in solutions if outcome_target(s, cfg.outcome_source, "negative") is None and s.problem.answer]
+    if not todo:
+        return 0
+    if not cfg.grade:
+        raise ValueError(f"{source}: {len(todo)} of {len(solutions)} solutions have no grade (and no outcome label) "
+                         "but carry problem.answer, so an ORM has no target in them: grade them first with "
+                         f"`prmkit grade {source} --out GRADED.jsonl` (prmkit records are graded and written back), "
+                         "or pass --grade to grade them here")
+    from prmkit.grade import grade_many
+
+    results = grade_many([(s.answer or "\n".join(s.texts), s.problem.answer) for s in todo])
+    for sol, result in zip(todo, results):
+        sol.grade = result.verdict
+    return len(todo)

@@ -91,6 +91,8 @@ class TrainConfig:
                                        "the soft values themselves")
     outcome_source: str = _f("auto", "orm target: auto (the file's outcome, else its grade), grade, or outcome",
                              choices=("auto", "grade", "outcome"))
+    grade: bool = _f(False, "orm: grade solutions that have no grade (and no outcome label) against their "
+                     "problem.answer first (prmkit.grade, strict), as `prmkit grade DATA --out GRADED` would")
     ungradable: str = _f("skip", "orm: a solution the grader could not decide (grade unparseable: a timeout, an "
                          "unreadable answer): skip it (counted in the data report) or make it a negative",
                          choices=("skip", "negative"))

@@ -81,7 +81,7 @@ def served_generation(base: str, clients: int = 32) -> tuple[bool, float]:
     c = openai.OpenAI(base_url=base + "/v1", api_key="none", max_retries=0, timeout=120)
 
     def ask(seed):
-        r = c.completions.create(model="m", prompt=f"{seed % 20} + {seed % 10} =", n=2, max_tokens=24, seed=seed)
+        r = c.completions.create(model="lm", prompt=f"{seed % 20} + {seed % 10} =", n=2, max_tokens=24, seed=seed)
         return [ch.text for ch in r.choices]
 
     start = time.perf_counter()

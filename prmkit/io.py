@@ -20,9 +20,12 @@ from __future__ import annotations
 import contextlib
 import gzip
 import io
+import itertools
 import json
 import os
+import re
 import tempfile
+import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,6 +46,15 @@ class RecordError(ValueError):
         super().__init__(f"{where}:{what} {message}")
 
 
+class NoRecords(ValueError):
+    """A file that holds no record. Commands refuse it rather than write an empty output and succeed (where an
+    empty output is wanted, their ``--allow-empty`` says so); ``hint`` is the way out, when there is one."""
+
+    def __init__(self, path: str | os.PathLike, hint: str = ""):
+        self.path = str(path)
+        super().__init__(f"no records in {path}" + (f" ({hint})" if hint else ""))
+
+
 @dataclass
 class Raw:
     """One JSON value as read from a file, with the line it starts on."""
@@ -59,6 +71,42 @@ def open_text(path: str | os.PathLike, mode: str = "rt") -> TextIO:
     return open(path, mode, encoding="utf-8")
 
 
+def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
+    """``(line number, text)`` of every line of a file (gzip for ``.gz``; a UTF-8 byte-order mark dropped).
+
+    Each line is decoded on its own, so that a file that is not text, or a gzip file that is cut short or
+    corrupt, raises :class:`RecordError` naming the file and the line reached, not a codec's or zlib's
+    error with no file in it.
+    """
+    number = 0
+    try:
+        with gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb") as f:
+            for number, raw in enumerate(f, start=1):
+                yield number, _decode(raw, path, number)
+    except EOFError:  # gzip's "Compressed file ended before the end-of-stream marker was reached"
+        raise RecordError(path, number + 1, None, "the gzip data ends here, before its end-of-stream marker: the "
+                                                  "file was cut short (an interrupted download or copy?)") from None
+    except gzip.BadGzipFile:
+        raise RecordError(path, None, None, "not a gzip file, though its name ends in .gz") from None
+    except zlib.error as e:
+        raise RecordError(path, number + 1, None, f"corrupt gzip data ({e})") from None
+
+
+def _decode(raw: bytes, path, number: int) -> str:
+    if number == 1 and raw.startswith(b"\x1f\x8b"):  # gzip's magic number
+        raise RecordError(path, None, None, "gzip data, though the name does not end in .gz: add .gz to its name")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise RecordError(path, number, None, f"not UTF-8 text (byte 0x{raw[e.start]:02x} at byte {e.start + 1} "
+                                              "of the line): is it a binary file?") from None
+    return text.removeprefix("\ufeff") if number == 1 else text
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+"""Characters that no JSON text holds outside a string (where they must be escaped): binary data."""
+
+
 def iter_json(path: str | os.PathLike, rejects: RejectWriter | None = None) -> Iterator[Raw]:
     """Yield every JSON value of a file: JSON Lines, one JSON array, or concatenated JSON objects.
 
@@ -70,49 +118,90 @@ def iter_json(path: str | os.PathLike, rejects: RejectWriter | None = None) -> I
     a file of pretty-printed objects one after another (as some PRM800K examples are; its first line
     is a lone ``{``) is decoded object by object from a sliding buffer.
     """
-    kind = _sniff(path)
-    with open_text(path) as f:
-        if kind == "lines":
-            yield from _iter_lines(f, path, rejects)
-        else:
-            yield from (_iter_array if kind == "array" else _iter_concatenated)(f, path)
+    lines = text_lines(path)
+    head = []  # the lines up to the first one with text, which tells the layout
+    for item in lines:
+        head.append(item)
+        if item[1].strip():
+            break
+    first = head[-1][1].strip() if head else ""
+    lines = itertools.chain(head, lines)
+    if first.startswith("["):
+        yield from _iter_array(lines, path)
+    elif first == "{":
+        yield from _iter_concatenated(lines, path)
+    else:
+        yield from _iter_lines(lines, path, rejects)
 
 
-def _sniff(path: str | os.PathLike) -> str:
-    with open_text(path) as f:
-        for line in f:
-            if line.strip():
-                first = line.strip()
-                return "array" if first.startswith("[") else "concatenated" if first == "{" else "lines"
-    return "lines"
+def malformed(e: json.JSONDecodeError, column: int | None = None, last_line_open: bool = False) -> str:
+    """What a :class:`json.JSONDecodeError` says, for people. Some of Python's messages end in "at" (their
+    position follows): those take the column directly, so it is said once.
+
+    >>> malformed(json.JSONDecodeError("Unterminated string starting at", '{"a": "b', 6), 7)
+    'malformed JSON (Unterminated string starting at column 7)'
+    >>> malformed(json.JSONDecodeError("Expecting value", '{"a": ', 6), 7, last_line_open=True)
+    "malformed JSON (Expecting value at column 7); the file's last line has no line end: was it cut short?"
+    """
+    if column is None:
+        what = e.msg.removesuffix(" at")
+    else:
+        what = f"{e.msg} column {column}" if e.msg.endswith(" at") else f"{e.msg} at column {column}"
+    cut = "; the file's last line has no line end: was it cut short?" if last_line_open else ""
+    return f"malformed JSON ({what}){cut}"
 
 
-def _iter_lines(f: TextIO, path, rejects: RejectWriter | None) -> Iterator[Raw]:
-    for number, line in enumerate(f, start=1):
+def _not_json(e: json.JSONDecodeError, line: str) -> str:
+    """Why a line of a JSON Lines file is not JSON: binary data, or malformed JSON (said where)."""
+    control = _CONTROL.search(line)
+    if control:
+        return (f"not JSON text: byte 0x{ord(control.group()):02x} at column {control.start() + 1}, which JSON holds "
+                "only escaped: is it a binary file?")
+    return malformed(e, e.colno, last_line_open=not line.endswith("\n"))
+
+
+def _iter_lines(lines: Iterable[tuple[int, str]], path, rejects: RejectWriter | None) -> Iterator[Raw]:
+    for number, line in lines:
         if not line.strip():
             continue
+        text = line.rstrip("\r\n")
         try:
             value = json.loads(line)
         except json.JSONDecodeError as e:
-            error = RecordError(path, number, None, f"malformed JSON ({e.msg} at column {e.colno})")
-            _reject(rejects, error, Raw(number, line.rstrip("\n"), line.rstrip("\n")))
+            error = RecordError(path, number, None, _not_json(e, line))
+            _reject(rejects, error, Raw(number, text, text))
             continue
-        yield Raw(number, value, line.rstrip("\n"))
+        yield Raw(number, value, text)
 
 
-def _iter_array(f: TextIO, path) -> Iterator[Raw]:
-    text = f.read()
+def _iter_array(lines: Iterable[tuple[int, str]], path) -> Iterator[Raw]:
+    text = "".join(line for _, line in lines)
     try:
         values = json.loads(text)
     except json.JSONDecodeError as e:
-        raise RecordError(path, e.lineno, None, f"malformed JSON ({e.msg} at column {e.colno})") from None
+        raise RecordError(path, e.lineno, None, malformed(e, e.colno)) from None
     for i, value in enumerate(values):
         # The line of an array element is not kept by json; the element's position stands in.
         yield Raw(i + 1, value, json.dumps(value, ensure_ascii=False))
 
 
-def _iter_concatenated(f: TextIO, path, chunk: int = 1 << 16) -> Iterator[Raw]:
+def _chunks(lines: Iterable[tuple[int, str]], size: int) -> Iterator[str]:
+    """The text of ``lines`` in pieces of about ``size`` characters (whole lines)."""
+    piece: list[str] = []
+    length = 0
+    for _, line in lines:
+        piece.append(line)
+        length += len(line)
+        if length >= size:
+            yield "".join(piece)
+            piece, length = [], 0
+    if piece:
+        yield "".join(piece)
+
+
+def _iter_concatenated(lines: Iterable[tuple[int, str]], path, chunk: int = 1 << 16) -> Iterator[Raw]:
     decoder = json.JSONDecoder()
+    pieces = _chunks(lines, chunk)
     buf, line, eof = "", 1, False
     while True:
         stripped = buf.lstrip()
@@ -126,13 +215,39 @@ def _iter_concatenated(f: TextIO, path, chunk: int = 1 << 16) -> Iterator[Raw]:
             if eof:
                 if not buf:
                     return
-                raise RecordError(path, line + e.lineno - 1, None, f"malformed JSON ({e.msg})") from None
-            more = f.read(chunk)
+                # a column counts from the buffer's start on its first line, which may be mid-line: only later ones
+                raise RecordError(path, line + e.lineno - 1, None,
+                                  malformed(e, e.colno if e.lineno > 1 else None)) from None
+            more = next(pieces, "")
             eof, buf = not more, buf + more
             continue
         yield Raw(line, value, buf[:end])
         line += buf[:end].count("\n")
         buf = buf[end:]
+
+
+def has_records(path: str | os.PathLike) -> bool:
+    """Whether a file holds a record: not only blank lines, nor an empty JSON array. Reads up to the first
+    character of the first record, so a missing, binary or broken gzip file fails here, before any work.
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), "x.json")
+    >>> _ = open(p, "w").write("\\n[\\n  ]\\n")
+    >>> has_records(p)
+    False
+    """
+    text = ""
+    for _, line in text_lines(path):
+        text = (text + line).strip()
+        if text and text != "[":
+            return not (text.startswith("[") and text[1:].lstrip().startswith("]"))
+    return False
+
+
+def require_records(path: str | os.PathLike, hint: str = "") -> None:
+    """Raise :class:`NoRecords` when ``path`` holds no record (see :func:`has_records`)."""
+    if not has_records(path):
+        raise NoRecords(path, hint)
 
 
 def read_records(path: str | os.PathLike, parse: Callable[[Any, str], T], *,
@@ -251,16 +366,76 @@ def finished_lines(path: str | os.PathLike, key: Callable[[dict], Any]) -> set:
     return keys
 
 
+@contextlib.contextmanager
+def append_partial(path: str | os.PathLike) -> Iterator[TextIO]:
+    """Append to a partial file (made, with its folder, when missing). When the block stops on an error, a
+    partial file left empty is deleted: a run that stopped before finishing anything (a missing or bad input,
+    an early error, SIGTERM under ``prmkit``) leaves nothing behind, while finished records stay for a rerun
+    to resume from. (A block that ends well leaves the file to its caller, who merges it into the output.)
+
+    >>> import tempfile, os
+    >>> p = os.path.join(tempfile.mkdtemp(), ".out.jsonl.part")
+    >>> with append_partial(p):
+    ...     raise RuntimeError("stopped")
+    Traceback (most recent call last):
+    RuntimeError: stopped
+    >>> os.path.exists(p)
+    False
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            yield f
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_size == 0:
+                path.unlink()
+        raise
+
+
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike) -> Iterator[None]:
+    """Hold an exclusive lock on the lock file ``path`` (made for it), deleted on every way out.
+
+    A waiter can wake up holding a lock file its holder has just deleted; it then takes the new one, so
+    deleting the file never lets two writers in at once.
+    """
+    import fcntl
+
+    path = Path(path)
+    while True:
+        f = open(path, "a")  # noqa: SIM115  (closed below or after the block)
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX)
+            if _still_there(f, path):
+                break
+        except BaseException:
+            f.close()
+            raise
+        f.close()
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)  # while holding it: a waiter then finds its file gone and retries
+        f.close()
+
+
+def _still_there(f, path: Path) -> bool:
+    """Whether the open file ``f`` is still the file at ``path`` (not deleted or replaced meanwhile)."""
+    try:
+        return os.path.samestat(os.fstat(f.fileno()), os.stat(path))
+    except FileNotFoundError:
+        return False
+
+
 def merge_partial(out: str | os.PathLike, part: str | os.PathLike, key: Callable[[dict], Any],
                   inputs: Iterable[str | os.PathLike] = ()) -> None:
     """``out`` = its records, then those of the partial file ``part`` it does not hold yet (by ``key``: a run
     killed between the two renames left some), in order; then ``part`` goes. Writers sharing ``out`` (shards)
-    take turns under a lock file beside it."""
-    import fcntl
-
+    take turns under a lock file beside it (``.OUT.lock``, removed when done)."""
     out, part = Path(out), Path(part)
-    with open(out.with_name(f".{out.name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with file_lock(out.with_name(f".{out.name}.lock")):
         previous = output_keys(out, key)
         with atomic_output(out, inputs) as w:
             if previous:

@@ -7,9 +7,13 @@ subcommands set ``func`` (called with the parsed namespace, returning an exit st
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import re
+import signal
 import sys
+import threading
 
 from prmkit import __version__
 
@@ -95,14 +99,70 @@ def _list_commands(subparsers) -> None:
             pseudo.help = f"{pseudo.help} [{'|'.join(names)}]"
 
 
+USER_ERROR = 2
+"""The exit status of a command refused or stopped by its input or settings (argparse's own, for bad flags)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if str(getattr(args, "progress", "")).lower() in ("false", "0", "no", "off"):  # bools or their words
+        quiet_progress_bars()
+    with sigterm_as_exit():
+        try:
+            return int(args.func(args) or 0)
+        except (ValueError, OSError) as e:  # expected user-facing failures: bad input, missing files
+            print(f"prmkit: error: {error_message(e)}", file=sys.stderr)
+            return USER_ERROR
+
+
+def quiet_progress_bars() -> None:
+    """``--no-progress`` silences the libraries' bars too (transformers' "Loading weights", the hub's), not
+    only prmkit's: they read this variable when first imported, and transformers is told if already in."""
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
+def error_message(e: Exception) -> str:
+    """What ``prmkit: error:`` says about ``e``: its message, or for a missing path the path first.
+
+    >>> error_message(FileNotFoundError(2, "No such file or directory", "in.jsonl"))
+    'no such file: in.jsonl'
+    """
+    if isinstance(e, FileNotFoundError) and e.filename:
+        return f"no such file: {e.filename}"
+    if isinstance(e, IsADirectoryError) and e.filename:
+        return f"{e.filename} is a folder, not a file"
+    return str(e)
+
+
+@contextlib.contextmanager
+def sigterm_as_exit():
+    """While a command runs, SIGTERM (``kill``, a job scheduler, a container stop) raises ``SystemExit(143)``
+    instead of ending the process on the spot, so that every ``finally`` runs: empty partial files, lock
+    files and temporary outputs are removed, finished work is kept for a rerun. A second SIGTERM ends the
+    process at once; a forked child (a data-loader worker) keeps the default. Off the main thread (where
+    Python cannot set handlers) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pid = os.getpid()
+
+    def on_sigterm(signum, frame):
+        signal.signal(signum, signal.SIG_DFL)
+        if os.getpid() != pid:
+            os.kill(os.getpid(), signum)
+            return
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, on_sigterm)
     try:
-        return int(args.func(args) or 0)
-    except (ValueError, OSError) as e:  # expected user-facing failures: bad input, missing files
-        print(f"prmkit: error: {e}", file=sys.stderr)
-        return 2
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":

@@ -45,7 +45,6 @@ from prmkit.convert.base import (
     Format,
     Options,
     rows,
-    solutions_only,
 )
 from prmkit.io import RecordError, RejectWriter, rejects_path, same_file, write_records
 from prmkit.schema import Problem, Solution
@@ -221,7 +220,10 @@ def skip_hint(dst: str | os.PathLike) -> str:
 
 
 def _solutions(records: Iterable[Any], src, out: str) -> Iterator[Solution]:
-    try:
-        yield from solutions_only(records, out)
-    except RecordError as e:
-        raise RecordError(src, None, None, e.message) from None
+    """The records, checked to be solutions for a target that holds only those. A record the reader could
+    not read raises its own error, with its line and field: only the check's error is given ``src``."""
+    for record in records:
+        if not isinstance(record, Solution):
+            raise RecordError(src, None, None, f"format {out!r} holds step-labelled solutions, "
+                              f"got a {type(record).__name__.lower()} record")
+        yield record

@@ -259,15 +259,6 @@ def count_drop(dropped: Counter | None, reason: str) -> None:
         dropped[reason] += 1
 
 
-def solutions_only(records: Iterable[Any], fmt: str) -> Iterator[Solution]:
-    """Check that every record is a solution (problem files cannot become step-labelled rows)."""
-    for record in records:
-        if not isinstance(record, Solution):
-            raise RecordError(fmt, None, None, f"format {fmt!r} holds step-labelled solutions, "
-                              f"got a {type(record).__name__.lower()} record")
-        yield record
-
-
 def problems_of(records: Iterable[Any]) -> Iterator[Problem]:
     """Problems, from problem records or from the problem of each solution."""
     for record in records:

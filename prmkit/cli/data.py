@@ -14,7 +14,7 @@ import json
 from prmkit.cli import HelpFormatter
 from prmkit.convert import FORMATS, NEUTRAL_POLICIES, SPLIT_MODES, SUPERVISE, Options, convert_file, read
 from prmkit.generate.longcot import LONG_MODES, resplit
-from prmkit.io import RejectWriter, rejects_path
+from prmkit.io import RejectWriter, rejects_path, require_records
 from prmkit.schema import Solution
 from prmkit.stats import format_summary, summarize
 
@@ -45,7 +45,8 @@ examples:
       steps are unlabelled, so label them next; meta["prmkit_resplit"] says how)
 
 The output is written to a temporary file and renamed when complete: an interrupted run leaves
-nothing behind, and an output equal to the input is refused. `prmkit data formats` lists formats.
+nothing behind, and an output equal to the input is refused, as is an input with no records (unless
+--allow-empty). `prmkit data formats` lists formats.
 """
 
 
@@ -66,6 +67,8 @@ def _resplitter(args: argparse.Namespace):
 
 def cmd_convert(args: argparse.Namespace) -> int:
     transform = _resplitter(args)
+    if not args.allow_empty:
+        require_records(args.input, "--allow-empty writes an empty OUTPUT")
     rejects = RejectWriter(rejects_path(args.output)) if args.skip_invalid else None
     report = convert_file(args.input, args.output, args.source, args.target, _options(args), rejects, transform)
     print(f"{args.input} -> {args.output}: {report.summary()}")
@@ -77,6 +80,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    require_records(args.file)
     rejects = RejectWriter(rejects_path(args.file)) if args.skip_invalid else None
     counts = {"solutions": 0, "problems": 0}
     for record in read(args.file, args.format, Options(marker=args.marker), rejects):
@@ -92,6 +96,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    require_records(args.file)
     problems = 0
 
     def solutions():
@@ -143,6 +148,8 @@ def _add_convert(sub) -> None:
     p.add_argument("--marker", default=Options.marker, help="Math-Shepherd's step marker (read and write)")
     p.add_argument("--skip-invalid", action="store_true",
                    help="write bad records to OUTPUT's .rejects.jsonl side file and go on, instead of stopping")
+    p.add_argument("--allow-empty", action="store_true",
+                   help="convert an INPUT with no records into an empty OUTPUT, instead of refusing it")
     cutting = [f"{name} {fmt.split}" for name, fmt in FORMATS.items() if fmt.split is not None]
     p.add_argument("--split", choices=SPLIT_MODES, default=None, metavar="MODE",
                    help="how formats that store a solution as one text cut it into steps "

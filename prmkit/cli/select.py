@@ -48,12 +48,14 @@ def register(subparsers) -> None:
 
 
 def run_select(args: argparse.Namespace) -> int:
-    from prmkit.io import read_solutions, write_records
+    from prmkit.io import NoRecords, read_solutions, write_records
     from prmkit.select import SelectConfig, select, summarise
 
     config = SelectConfig(strategy=args.strategy, score=args.score, k=args.k, per_problem=args.per_problem,
                           wrong_share=args.wrong_share, wrong_grades=tuple(args.wrong_grades.split(",")), seed=args.seed)
     candidates = list(read_solutions(args.input))
+    if not candidates:
+        raise NoRecords(args.input)
     chosen = select(candidates, config)
     write_records(args.output, chosen, inputs=[args.input])
     print(json.dumps(summarise(chosen, config.wrong_grades, candidates)))

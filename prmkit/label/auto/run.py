@@ -32,7 +32,16 @@ import time
 from itertools import islice
 from pathlib import Path
 
-from prmkit.io import dumps, finished_lines, merge_partial, output_keys, read_solutions, same_file
+from prmkit.io import (
+    NoRecords,
+    append_partial,
+    dumps,
+    finished_lines,
+    merge_partial,
+    output_keys,
+    read_solutions,
+    same_file,
+)
 from prmkit.label.auto.config import JUDGE_METHODS, AutoLabelConfig
 from prmkit.label.auto.methods import label_chunk
 from prmkit.label.auto.rollouts import RolloutCache, Rollouts
@@ -131,12 +140,12 @@ def label_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: AutoLabelCon
     cfg = cfg or AutoLabelConfig()
     out = Path(out)
     part = out.with_name(f".{out.name}.part")
+    if same_file(out, cache_path(out, cfg)) or same_file(inp, cache_path(out, cfg)):
+        raise ValueError(f"--cache {cache_path(out, cfg)} is the input or the output: give the cache its own file")
+    solutions = _read(inp, input_format)  # before --no-resume deletes anything: a bad input changes nothing
     if not cfg.resume:
         for p in (part, out, cache_path(out, cfg)):
             p.unlink(missing_ok=True)
-    if same_file(out, cache_path(out, cfg)) or same_file(inp, cache_path(out, cfg)):
-        raise ValueError(f"--cache {cache_path(out, cfg)} is the input or the output: give the cache its own file")
-    solutions = _read(inp, input_format)
     held = output_keys(out, keyed) | finished_lines(part, keyed)
     bar = None
     labeller = Labeller(cfg, gen_cfg, backend, judge, grade, RolloutCache(cache_path(out, cfg)),
@@ -152,8 +161,7 @@ def label_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: AutoLabelCon
     written: list[Solution] = []
     start = time.perf_counter()
     try:
-        part.parent.mkdir(parents=True, exist_ok=True)
-        with open(part, "a", encoding="utf-8") as f:
+        with append_partial(part) as f:  # left empty (an early stop): deleted
             chunks = iter(todo)
             while chunk := list(islice(chunks, cfg.flush_every)):
                 records = labeller.label(chunk)
@@ -162,8 +170,9 @@ def label_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: AutoLabelCon
                 written += records
                 bar.update(len(chunk))
     except BaseException:
-        log(f"prmkit label auto: stopped; finished solutions are kept in {part} and a rerun resumes from them "
-            f"(rollouts from {cache_path(out, cfg)})")
+        if part.exists():  # else nothing was finished, and nothing is kept
+            log(f"prmkit label auto: stopped; finished solutions are kept in {part} and a rerun resumes from them "
+                f"(rollouts from {cache_path(out, cfg)})")
         raise
     finally:
         bar.close()
@@ -190,11 +199,16 @@ def check_settings(out: Path, cfg: AutoLabelConfig, settings: dict, held: set[st
 
 
 def _read(path, fmt: str) -> list[Solution]:
+    """The solutions to label; none is an error (an empty OUT would look like a finished run)."""
     if fmt == "prmkit":
-        return list(read_solutions(path))
-    from prmkit.convert import read_solutions_only
+        solutions = list(read_solutions(path))
+    else:
+        from prmkit.convert import read_solutions_only
 
-    return read_solutions_only(path, fmt, command="label auto")
+        solutions = read_solutions_only(path, fmt, command="label auto")
+    if not solutions:
+        raise NoRecords(path)
+    return solutions
 
 
 def _bar(cfg: AutoLabelConfig, total: int):

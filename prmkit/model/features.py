@@ -93,14 +93,15 @@ class SurpriseSource:
     def __init__(self, folder: str | os.PathLike, device="cpu", batch_size: int = 64, keep: bool = False):
         import transformers
 
-        self.folder = str(folder)
+        from prmkit.model.hub import local_folder
         from prmkit.model.packing import choose
 
-        self.model = transformers.AutoModelForCausalLM.from_pretrained(folder).to(device).eval()
+        self.folder = folder = local_folder(str(folder))  # a missing folder said at once, never looked up online
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(folder, local_files_only=True).to(device).eval()
         self.packed = choose("auto", self.model)
         self.device = device
         self.batch_size = batch_size
-        self.vocab = transformers.AutoTokenizer.from_pretrained(folder).get_vocab()
+        self.vocab = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True).get_vocab()
         self._cache: dict[tuple, np.ndarray] | None = {} if keep else None
 
     def check_tokenizer(self, tokenizer) -> None:

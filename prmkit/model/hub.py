@@ -13,16 +13,71 @@ prmkit; ``docs/training.md`` shows how to read step scores that way.
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
+import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from prmkit.model.formatter import FormatConfig, prepare_tokenizer, token_id
 from prmkit.model.spec import HeadSpec
-from prmkit.model.tiny import build_preset, is_preset
+from prmkit.model.tiny import PRESETS, build_preset, is_preset
 
 CARD_NAME = "prmkit_config.json"
+
+HUB_NAME = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")
+"""A Hugging Face Hub model id: ``org/name``, one slash."""
+
+
+def looks_local(name: str) -> bool:
+    """Whether a model name can only mean a folder: it starts with ``.``, ``/`` or ``~``, has a backslash
+    or more than one slash, or its first part is a folder here (``runs/prm`` when ``runs/`` exists).
+
+    >>> [looks_local(n) for n in ("./my-model", "~/m", "runs/a/b", "Qwen/Qwen2.5-Math-7B", "gpt2")]
+    [True, True, True, False, False]
+    """
+    if name.startswith((".", "/", "~")) or "\\" in name or (os.sep in name and not HUB_NAME.fullmatch(name)):
+        return True
+    return "/" in name and Path(name).parent.is_dir()
+
+
+def model_location(name: str) -> str:
+    """Where a model name points, checked before transformers sees it (it would retry the Hub for about a
+    minute first): ``"local"`` for an existing folder, ``"hub"`` for a Hugging Face Hub name. A name that
+    can only be a folder and is none, or a near miss of a preset name, raises ValueError.
+
+    >>> model_location("./no-such-model")
+    Traceback (most recent call last):
+    ValueError: no such folder: ./no-such-model
+    >>> model_location("tiny-lama")
+    Traceback (most recent call last):
+    ValueError: unknown model 'tiny-lama' (did you mean tiny-llama?)
+    >>> model_location("Qwen/Qwen2.5-Math-7B")
+    'hub'
+    """
+    if Path(name).expanduser().is_dir():
+        return "local"
+    if looks_local(name):
+        raise ValueError(f"no such folder: {name}")
+    near = difflib.get_close_matches(name, sorted(PRESETS), n=1, cutoff=0.8)
+    if near:
+        raise ValueError(f"unknown model {name!r} (did you mean {near[0]}?)")
+    return "hub"
+
+
+def pretrained_options(name: str) -> dict:
+    """The ``from_pretrained`` keywords for ``name`` (checked by :func:`model_location`): a local folder is
+    read with ``local_files_only``, so the network is never touched for it. (``HF_HUB_OFFLINE`` would do
+    the same but is read once, when huggingface_hub is imported: setting it here would change nothing.)"""
+    return {"local_files_only": True} if model_location(name) == "local" else {}
+
+
+def local_folder(name: str) -> str:
+    """``name``, checked to be an existing folder (a model this command can only read from disk)."""
+    if not Path(name).expanduser().is_dir():
+        raise ValueError(f"no such folder: {name}")
+    return str(Path(name).expanduser())
 
 
 @dataclass
@@ -64,7 +119,7 @@ class ModelCard:
 
     @classmethod
     def load(cls, folder: str | os.PathLike) -> ModelCard:
-        path = Path(folder, CARD_NAME)
+        path = Path(local_folder(str(folder)), CARD_NAME)
         if not path.is_file():
             raise ValueError(f"{folder} is not a prmkit model folder (no {CARD_NAME})")
         return cls(**json.loads(path.read_text()))
@@ -88,11 +143,12 @@ def load_base(base_model: str, head: HeadSpec, texts_for_tokenizer=None, vocab_s
         if preset_positions:
             drop["max_position_embeddings"] = preset_positions
         return build_preset(base_model, texts_for_tokenizer, head.auto_class, vocab_size, seed, **extra, **drop)
-    tokenizer = transformers.AutoTokenizer.from_pretrained(base_model)
+    where = pretrained_options(base_model)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(base_model, **where)
     torch.manual_seed(seed)  # a new classification layer is initialised from this seed
-    kwargs = {}
+    kwargs = dict(where)
     if extra:
-        kwargs["config"] = transformers.AutoConfig.from_pretrained(base_model, **extra)
+        kwargs["config"] = transformers.AutoConfig.from_pretrained(base_model, **extra, **where)
         kwargs["config"].classifier_dropout = head_dropout
     model, info = getattr(transformers, head.auto_class).from_pretrained(base_model, output_loading_info=True, **kwargs)
     # what the checkpoint did not hold starts from nothing (a classification layer): TrainConfig.new_lr
@@ -148,9 +204,9 @@ def load_model(folder: str | os.PathLike, device=None, dtype=None):
     if card.kind not in ("prm", "orm"):
         raise ValueError(f"{folder} is a {card.kind!r} model, not a reward model (load it with transformers)")
     head = card.head_spec
-    tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
+    tokenizer = transformers.AutoTokenizer.from_pretrained(folder, local_files_only=True)
     kwargs = {"dtype": dtype} if dtype is not None else {}
-    backbone = getattr(transformers, head.auto_class).from_pretrained(folder, **kwargs)
+    backbone = getattr(transformers, head.auto_class).from_pretrained(folder, local_files_only=True, **kwargs)
     adapter = None
     if card.features:
         from prmkit.model.features import load_adapter

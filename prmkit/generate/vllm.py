@@ -22,6 +22,10 @@ class VLLMBackend(Backend):
             raise ValueError("the vllm backend needs vLLM on a CUDA machine: pip install 'prmkit[gpu,vllm]'") from None
         if not cfg.model:
             raise ValueError("the vllm backend needs --model, a local model folder")
+        if llm is None:
+            from prmkit.model.hub import model_location
+
+            model_location(cfg.model)  # a missing folder is said at once, not after the Hub's retries
         self.cfg, self.name, self.shots, self.vllm = cfg, cfg.model, load_shots(cfg), vllm
         self.llm = llm or vllm.LLM(model=cfg.model, tensor_parallel_size=cfg.tensor_parallel,
                                    data_parallel_size=cfg.data_parallel, seed=cfg.seed)

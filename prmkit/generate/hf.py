@@ -140,13 +140,35 @@ class Sampler:
         import torch
         import transformers
 
+        from prmkit.model.hub import pretrained_options
         from prmkit.train.loop import uses_cuda
 
+        where = pretrained_options(folder)  # a missing folder is said at once, not after the Hub's retries
         dev = "cuda" if uses_cuda(device) else "cpu"
         dtype = torch.bfloat16 if dev == "cuda" else torch.float32
-        tok = transformers.AutoTokenizer.from_pretrained(folder)
-        model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype).to(dev).eval()
+        tok = transformers.AutoTokenizer.from_pretrained(folder, **where)
+        model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=dtype, **where).to(dev).eval()
         return cls(model, tok, dev, end)
+
+    @property
+    def context(self) -> int | None:
+        """The model's position limit (max_position_embeddings), None when its config has none."""
+        return getattr(self.model.config, "max_position_embeddings", None)
+
+    def check_room(self, max_new_tokens: int, prompt_tokens: int = 0) -> None:
+        """Refuse to generate past the model's positions, where a model with learned positions fails deep in
+        transformers (an IndexError) and others go on out of what they were trained for."""
+        context = self.context
+        if not context:
+            return
+        if not prompt_tokens and max_new_tokens >= context:  # up front: at least one prompt token must fit too
+            raise ValueError(f"--max-new-tokens {max_new_tokens} does not fit the model's context of {context} tokens "
+                             f"(max_position_embeddings), which holds the prompt too: give less than {context}")
+        if prompt_tokens and prompt_tokens + max_new_tokens > context:
+            raise ValueError(f"a prompt of {prompt_tokens} tokens and --max-new-tokens {max_new_tokens} need "
+                             f"{prompt_tokens + max_new_tokens} positions, more than the model's context of {context} "
+                             f"(max_position_embeddings): give --max-new-tokens {context - prompt_tokens} or less, "
+                             "or a shorter prompt")
 
     def piece(self, token_id: int) -> str:
         """The text of one token (cached)."""
@@ -202,6 +224,7 @@ class HFBackend(Backend):
         self.shots = load_shots(cfg)
         self.detokenize = detokenize or (lambda text: text)
         self.sampling = Sampling(cfg.max_new_tokens, cfg.temperature, cfg.top_p)
+        sampler.check_room(cfg.max_new_tokens)  # before any work: the prompt's room comes per batch
 
     def fingerprint(self) -> dict:
         from prmkit.model.identity import weights_digest
@@ -239,6 +262,7 @@ class HFBackend(Backend):
         size = self.cfg.batch_size
         for b in range(0, len(rows), size):
             batch = rows[b:b + size]
+            self.sampler.check_room(self.sampling.max_new_tokens, max(len(r[2]) for r in batch))
             for (q, j, _, _), (ids, reason) in zip(batch, self.sampler.sample([r[2] for r in batch],
                                                                                [r[3] for r in batch],
                                                                                self.sampling, self.cfg.stop)):

@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
-from prmkit.io import atomic_output, dumps, finished_lines, open_text, read_solutions, same_file
+from prmkit.io import append_partial, atomic_output, dumps, finished_lines, open_text, read_solutions, same_file
 from prmkit.model.formatter import TruncationReport, encode, encode_many
 from prmkit.model.labels import step_scores
 from prmkit.schema import Solution
@@ -54,7 +54,8 @@ class ScoreConfig:
     packing: str = field(default="auto", metadata={
         "help": "lay each batch's solutions end to end with no padding (same scores, less compute and memory); "
                 "auto: when the model allows it", "choices": ("auto", "on", "off")})
-    resume: bool = field(default=True, metadata={"help": "skip records already in the output or its partial file"})
+    resume: bool = field(default=True, metadata={"help": "skip records this model and these settings already scored in the output or "
+                                                        "its partial file (other models' scores: refused or a new column)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar"})
     cpu_threads: int = field(default=1, metadata={"help": "torch threads per process on CPU (0: torch's choice)"})
     device: str = field(default="auto", metadata={"help": "auto: CUDA when visible, else CPU; or cpu, cuda",
@@ -277,7 +278,7 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
     check_output(shard, name, stamp)
     counts = {"scored": 0, "skipped_already_scored": 0, "added_to_existing": 0}
     bar = tqdm(desc=f"score[{rank}]", unit="sol", disable=not cfg.progress or not state.is_local_main_process)
-    with open(shard, "a", encoding="utf-8") as f:
+    with append_partial(shard) as f:  # left empty (a bad input, an early stop): deleted
         todo = _todo(inp, out, name, rank, world, in_shard, counts)
         while batch := list(islice(todo, cfg.chunk)):
             _score_chunk(scorer, batch, cfg, name, stamp, f)
@@ -288,7 +289,8 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
     if state.is_main_process:
         _merge(inp, out, name, world)
     state.wait_for_everyone()
-    return {**counts, "processes": world, "truncation": scorer.truncation.to_dict()}
+    truncation = {**scorer.truncation.to_dict(), "max_length": scorer.fmt.max_length}
+    return {**counts, "processes": world, "truncation": truncation}
 
 
 def _shard_path(out: Path, rank: int, world: int) -> Path:

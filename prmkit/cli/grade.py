@@ -71,6 +71,8 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.workers < 1 or args.timeout <= 0:
         raise ValueError("--workers must be at least 1 and --timeout positive")
+    if not args.allow_empty:
+        require_records(args.pairs, "--allow-empty writes an empty --out")
     rejects = RejectWriter(rejects_path(args.out or args.pairs)) if args.skip_invalid else None
     kind = _input_kind(args.pairs) if args.input_format == "auto" else args.input_format
     reader = _read_pairs(args.pairs, args.given_field, args.gold_field, rejects) if kind == "pairs" else \

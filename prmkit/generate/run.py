@@ -35,7 +35,7 @@ from pathlib import Path
 from prmkit.generate.backend import Backend, Sample, make_backend, problem_key
 from prmkit.generate.config import GenerateConfig, shard_of
 from prmkit.generate.steps import split_steps
-from prmkit.io import dumps, finished_lines, merge_partial, open_text, output_keys
+from prmkit.io import append_partial, dumps, finished_lines, merge_partial, open_text, output_keys
 from prmkit.schema import Generator, Problem, Solution, Step
 
 
@@ -51,7 +51,7 @@ def read_problem_file(path: str | os.PathLike, fmt: str = "prmkit") -> list[Prob
             seen.add(p.problem)
             out.append(p)
     if not out:
-        raise ValueError(f"{path}: no problems")
+        raise ValueError(f"no records in {path}")
     return out
 
 
@@ -142,18 +142,32 @@ def _generate(todo: list, part: Path, out: Path, backend: Backend, generator: Ge
     part.parent.mkdir(parents=True, exist_ok=True)
     stats = _Progress(cfg, cfg.n * len(todo))
     try:
-        with open(part, "a", encoding="utf-8") as f:
+        with append_partial(part) as f:  # left empty (an early stop): deleted
             chunks = iter(todo)
-            while chunk := list(islice(chunks, cfg.flush_every)):
+            while chunk := list(islice(chunks, problems_per_write(cfg))):
                 samples = backend.generate([p for _, p in chunk], cfg.n)
                 stats.add(_write_chunk(f, chunk, samples, done, used, generator))
     except BaseException:
-        log(f"prmkit generate: stopped; finished samples are kept in {part} and a rerun resumes from them")
+        if part.exists():  # else nothing was finished, and nothing is kept
+            log(f"prmkit generate: stopped; finished samples are kept in {part} and a rerun resumes from them")
         raise
     finally:
         stats.close()
     return {"written": stats.written, "tokens": stats.tokens, "seconds": stats.seconds,
             "samples_per_s": stats.rate(stats.written), "tokens_per_s": stats.rate(stats.tokens)}
+
+
+def problems_per_write(cfg: GenerateConfig) -> int:
+    """Problems sampled per backend call, each call's samples written and flushed when it returns: at most
+    ``flush_every``, and for a local model (hf, lab-lm) at most one batch's worth, so that a killed run loses
+    one batch, not the ``flush_every`` problems of a long call (a sample does not depend on its batch).
+
+    >>> problems_per_write(GenerateConfig(n=4, batch_size=16)), problems_per_write(GenerateConfig(n=64))
+    (4, 1)
+    """
+    if cfg.backend not in ("hf", "lab-lm"):
+        return cfg.flush_every
+    return max(1, min(cfg.flush_every, cfg.batch_size // cfg.n))
 
 
 def check_same_generator(generator: Generator, paths: list[Path]) -> None:

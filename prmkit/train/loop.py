@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from prmkit.io import read_solutions
+from prmkit.io import NoRecords, read_solutions
 from prmkit.model import packing
 from prmkit.model.formatter import FormatConfig
 from prmkit.model.heads import (
@@ -35,7 +35,7 @@ from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
 from prmkit.model.labels import p_correct
 from prmkit.model.tiny import is_preset
 from prmkit.train.checkpoints import best_dir, resume, save_checkpoint
-from prmkit.train.checks import check_max_length, check_training_data, model_limit
+from prmkit.train.checks import check_max_length, check_training_data, ensure_graded, model_limit
 from prmkit.train.config import PRESET_CONTEXT, TrainConfig
 from prmkit.train.data import (
     build_examples,
@@ -156,15 +156,25 @@ def _apply_lora(backbone, cfg: TrainConfig, head: HeadSpec):
 
 
 def read_all(paths: str) -> list:
-    """The solutions of one file or of several, comma-separated."""
-    return [s for path in paths.split(",") for s in read_solutions(path.strip())]
+    """The solutions of one file or of several, comma-separated; a file with none is an error (said as such,
+    not later as a lack of examples or of classes)."""
+    solutions = []
+    for path in paths.split(","):
+        records = list(read_solutions(path.strip()))
+        if not records:
+            raise NoRecords(path.strip())
+        solutions += records
+    return solutions
 
 
 def setup(cfg: TrainConfig, accelerator) -> Run:
     """Read and split the data, build the model and the examples (reports printed on the main process)."""
     solutions = read_all(cfg.data)
+    graded = ensure_graded(cfg, solutions, cfg.data)
     if cfg.eval_data:
-        train_sols, eval_sols = solutions, read_all(cfg.eval_data)
+        eval_sols = read_all(cfg.eval_data)
+        graded += ensure_graded(cfg, eval_sols, cfg.eval_data)
+        train_sols = solutions
     else:
         split_seed = cfg.seed if cfg.split_seed is None else cfg.split_seed
         train_sols, eval_sols = split_by_problem(solutions, cfg.eval_fraction, split_seed)
@@ -178,6 +188,8 @@ def setup(cfg: TrainConfig, accelerator) -> Run:
               "value_threshold": cfg.value_threshold, "ungradable": cfg.ungradable}
         train, report = build_examples(train_sols, tokenizer, fmt, **kw)
         held, eval_report = build_examples(eval_sols, tokenizer, fmt, **kw)
+    if graded:
+        accelerator.print(f"graded {graded} solutions against problem.answer (--grade)")
     accelerator.print(f"train: {report.summary()}")
     accelerator.print(f"eval: {eval_report.summary()}")
     features = attach_features(cfg, tokenizer, [*train, *held], accelerator.device)  # refuses a wrong source first

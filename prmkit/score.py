@@ -200,13 +200,31 @@ def _stamp_of(record: dict, name: str) -> dict | None:
     return (record.get("meta") or {}).get(SCORED_BY, {}).get(name)
 
 
+STEP_SCORES = ("p_pos", "p_neg", "p_neu", "p_correct")
+"""The step scores a PRM writes (``NAME_`` before each for a model not named ``prm``)."""
+
+
+def score_columns(name: str) -> tuple[set[str], set[str]]:
+    """The solution and step score keys ``prmkit score --name NAME`` writes, exactly (``prm`` and ``prm_v2``
+    are two names: neither's columns are the other's).
+
+    >>> sorted(score_columns("orm")[0])[:3], sorted(score_columns("prm")[1])
+    (['orm', 'orm_last', 'orm_mean'], ['p_correct', 'p_neg', 'p_neu', 'p_pos'])
+    """
+    prefix = "" if name == "prm" else f"{name}_"
+    return ({name, f"{name}_steps_lost", *(f"{name}_{how}" for how in AGGREGATIONS)},
+            {f"{prefix}{key}" for key in STEP_SCORES})
+
+
 def _has_column(record: dict, name: str) -> bool:
-    return any(k == name or k.startswith(f"{name}_") for k in record.get("scores") or {})
+    return bool(score_columns(name)[0] & set(record.get("scores") or {}))
 
 
-def check_output(path: Path, name: str, stamp: dict) -> None:
-    """Refuse to resume into ``path`` (an output or a partial file) when it holds ``name`` scores written
-    by another model or settings, or of unknown origin; say what differs and the ways out."""
+def check_output(path: Path, name: str, stamp: dict, partial: bool = False) -> None:
+    """Refuse to resume into ``path`` (an output or, ``partial``, a partial file) when it holds ``name`` scores
+    written by another model or settings, or of unknown origin; say what differs and the ways out. Every
+    record of a partial file must carry this run's ``name`` scores (one left by a run under another name is
+    no part of this one)."""
     if not path.exists():
         return
     with open_text(path) as f:
@@ -215,7 +233,7 @@ def check_output(path: Path, name: str, stamp: dict) -> None:
                 continue
             record = json.loads(line)
             theirs = _stamp_of(record, name)
-            if theirs is None and not _has_column(record, name):
+            if theirs is None and not _has_column(record, name) and not partial:
                 continue
             if theirs != stamp:
                 raise ValueError(f"{path}:{number}: holds {name!r} scores {_difference(theirs, stamp)}; refusing to "
@@ -275,7 +293,7 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
         shard.unlink(missing_ok=True)
     in_shard = finished_lines(shard, _record_key)  # first: it cuts a line torn by a killed run
     check_output(out, name, stamp)
-    check_output(shard, name, stamp)
+    check_output(shard, name, stamp, partial=True)
     counts = {"scored": 0, "skipped_already_scored": 0, "added_to_existing": 0}
     bar = tqdm(desc=f"score[{rank}]", unit="sol", disable=not cfg.progress or not state.is_local_main_process)
     with append_partial(shard) as f:  # left empty (a bad input, an early stop): deleted
@@ -332,16 +350,15 @@ def clear_scores(solution, name: str) -> None:
 
     >>> from prmkit.schema import Solution
     >>> s = Solution.from_steps("1+1?", ["2"], ratings=[1]); s.scores.update(prm_product=0.4, orm=0.9)
-    >>> s.steps[0].scores.update(p_correct=0.4, orm2_p_correct=0.1); clear_scores(s, "prm")
-    >>> s.scores, s.steps[0].scores
-    ({'orm': 0.9}, {'orm2_p_correct': 0.1})
+    >>> s.scores["prm_v2_min"] = 0.3; s.steps[0].scores.update(p_correct=0.4, orm2_p_correct=0.1)
+    >>> clear_scores(s, "prm"); s.scores, s.steps[0].scores
+    ({'orm': 0.9, 'prm_v2_min': 0.3}, {'orm2_p_correct': 0.1})
     """
-    for key in [k for k in solution.scores if k == name or k.startswith(f"{name}_")]:
+    own, steps = score_columns(name)
+    for key in own & set(solution.scores):
         del solution.scores[key]
-    step_keys = ("p_pos", "p_neg", "p_neu", "p_correct")
-    prefix = "" if name == "prm" else f"{name}_"
     for step in solution.steps:
-        for key in [f"{prefix}{k}" for k in step_keys if f"{prefix}{k}" in step.scores]:
+        for key in steps & set(step.scores):
             del step.scores[key]
     if SCORED_BY in solution.meta:
         solution.meta[SCORED_BY].pop(name, None)

@@ -100,6 +100,15 @@ def test_prmkit_grade_grades_prmkit_records_and_writes_them_back(tmp_path, capsy
     assert sols[1].meta["grading"] == {"reason": "equal-normalized", "mode": "strict"} and sols[1].answer == "2"
 
 
+def test_a_graded_record_without_an_answer_marker_keeps_no_answer(tmp_path):
+    """Its text is no answer: written as one, every such sample would be an answer group of its own."""
+    data, graded = tmp_path / "unfinished.jsonl", tmp_path / "graded.jsonl"
+    write_records(data, [Solution.from_steps(Problem("1 + 1 =", answer="2"), ["First, 1 + 1", "is two"])])
+    assert main(["grade", str(data), "--out", str(graded)]) == 0
+    [sol] = read_solutions(graded)
+    assert sol.answer is None and sol.grade == "incorrect"
+
+
 def test_train_orm_on_ungraded_records_names_the_command_or_grades_them(tmp_path, capsys):
     data = tmp_path / "prm800k.jsonl"
     _ungraded(data)

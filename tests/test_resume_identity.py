@@ -168,3 +168,21 @@ def test_generate_with_weights_changed_in_place_is_refused(tiny_lm, other_lm, pr
     capsys.readouterr()
     assert _generate(folder, problems, out) == 2
     assert "weights:" in capsys.readouterr().err
+
+
+def test_a_partial_file_of_another_name_is_refused(models, pool, tmp_path, capsys):
+    """A PRM run killed into OUT, then an ORM into the same OUT: the PRM's partial records are no ORM's."""
+    ref, out = tmp_path / "ref.jsonl", tmp_path / "out.jsonl"
+    assert _score(models["prm"], pool, ref) == 0
+    (tmp_path / ".out.jsonl.part0of1").write_text("".join(ref.read_text().splitlines(keepends=True)[:4]))
+    capsys.readouterr()
+    assert _score(models["orm"], pool, out) == 2
+    assert "holds 'orm' scores of unknown origin" in capsys.readouterr().err and not out.exists()
+
+
+def test_another_name_with_a_common_prefix_is_another_column(models, pool, tmp_path):
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    assert _score(models["prm"], pool, first, "--name", "prm_v2") == 0
+    assert _score(models["prm"], first, second) == 0  # "prm" must not clear or refuse prm_v2's columns
+    for s in read_solutions(second):
+        assert "prm_v2_min" in s.scores and "prm_min" in s.scores and set(s.meta["scored_by"]) == {"prm", "prm_v2"}

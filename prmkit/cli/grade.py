@@ -7,7 +7,7 @@ import collections
 import sys
 
 from prmkit.cli import HelpFormatter
-from prmkit.grade import GRADERS, MODES, GradeError, SymbolicPool, grade_many, reference_grade
+from prmkit.grade import GRADERS, MODES, GradeError, SymbolicPool, extract_answer, grade_many, reference_grade
 from prmkit.grade.symbolic import DEFAULT_TIMEOUT
 from prmkit.io import RecordError, RejectWriter, atomic_output, dumps, iter_json, rejects_path, require_records
 from prmkit.schema import SchemaError, Solution
@@ -23,8 +23,8 @@ not decide, never a wrong answer), "grade_reason" (why: equal-normalized, equal-
 different-number, different-unit, no-answer, timeout, ...), "grade_detail" (for unparseable: the
 parse error or the deadline) and, with --audit, "audit_grade" from the other grader.
 
-Solution records (--from prmkit, or detected from the first record): the answer of each (or the text
-of its steps, where none was extracted) is graded against its problem.answer, and the record is
+Solution records (--from prmkit, or detected from the first record): the answer of each (or the one
+its steps mark with # Answer or a box; none is no answer) is graded against its problem.answer, and the record is
 written back with its "grade" set and meta.grading (reason, mode): how converted PRM800K records,
 which carry problem.answer but no grade, become ORM training data.
 
@@ -107,8 +107,8 @@ def _graded(value, result, mode: str, audit: str | None):
         value.grade = result.verdict
         value.meta["grading"] = {"reason": result.reason, "mode": mode,
                                  **({"detail": result.detail} if result.verdict == "unparseable" else {})}
-        if value.answer is None and result.reason != "no-answer":
-            value.answer = result.given
+        if value.answer is None:  # a marker in the steps names the answer; without one there is none
+            value.answer = result.given if result.reason != "no-answer" else None
         if audit is not None:
             value.meta["grading"]["audit"] = audit
         return value
@@ -132,7 +132,8 @@ def _read_pairs(path: str, given_field: str, gold_field: str, rejects: RejectWri
 
 
 def _read_solutions(path: str, rejects: RejectWriter | None):
-    """Yield (raw, given, gold, Solution) for every solution record: its answer, else its steps' text."""
+    """Yield (raw, given, gold, Solution) for every solution record: its answer, else the one its steps mark
+    (``# Answer``, a box), else none (``no-answer``), as ``prmkit generate`` grades a sample."""
     for raw in iter_json(path, rejects):
         try:
             sol = Solution.from_dict(raw.value)
@@ -142,7 +143,7 @@ def _read_solutions(path: str, rejects: RejectWriter | None):
         except SchemaError as e:
             _refuse(RecordError(path, raw.line, e.field, e.message), raw, rejects)
             continue
-        yield raw, sol.answer if sol.answer else "\n".join(sol.texts), sol.problem.answer, sol
+        yield raw, sol.answer or extract_answer("\n".join(sol.texts)), sol.problem.answer, sol
 
 
 def _refuse(error: RecordError, raw, rejects: RejectWriter | None) -> None:

@@ -357,8 +357,9 @@ def solution_scores(sol: Solution, columns: list[str] | None) -> dict[str, float
     >>> solution_scores(s, ["orm", "p:min", "p:last"])
     {'orm': 0.4, 'p:min': 0.5, 'p:last': 0.5}
     """
-    if columns is None:  # every score but the truncation counts, which are no score
-        return {k: _score_value(v, f"scores.{k}") for k, v in sol.scores.items() if not k.endswith(STEPS_LOST)}
+    if columns is None:  # every score but the truncation counts and tags that are no number (a flag, a dict)
+        return {k: _score_value(v, f"scores.{k}") for k, v in sol.scores.items()
+                if not k.endswith(STEPS_LOST) and not isinstance(v, (bool, dict, list))}
     out = {}
     for spec in columns:
         name, how = parse_score_spec(spec)

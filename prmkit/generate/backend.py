@@ -64,9 +64,9 @@ class Backend:
         return [self.complete(p, prefix, n, start) for p, prefix, n, start in requests]
 
     def identity(self) -> list:
-        """What its samples depend on, for caches: the name and every sampling setting but ``n``."""
+        """What its samples depend on, for caches: the name, every sampling setting but ``n``, the fingerprint."""
         sampling = self.cfg.sampling if self.cfg is not None else {}
-        return [self.name, {k: v for k, v in sampling.items() if k != "n"}]
+        return [self.name, {k: v for k, v in sampling.items() if k != "n"}, self.fingerprint()]
 
     def fingerprint(self) -> dict:
         """What decides its samples beyond its name and settings, recorded with them: a local model's weights

@@ -229,7 +229,9 @@ class HFBackend(Backend):
     def fingerprint(self) -> dict:
         from prmkit.model.identity import weights_digest
 
-        return {"weights": weights_digest(self.folder)}
+        if not hasattr(self, "_fingerprint"):  # caches ask often; the weights do not change under a loaded model
+            self._fingerprint = {"weights": weights_digest(self.folder)}
+        return self._fingerprint
 
     @classmethod
     def from_config(cls, cfg) -> HFBackend:

@@ -49,6 +49,8 @@ def text_answer(answer: str) -> tuple[str, str] | None:
     if not _WORDS.match(inner) or "," in inner and not wrapped:
         return None
     text = " ".join(inner.replace("\u2019", "'").split()).lower()
+    if not wrapped and len(text.split()) > 3:  # "The answer is Alice" is a sentence: Math-Verify reads it
+        return None
     if wrapped or " " in text or _CAPITALISED.match(inner) or len(text) >= 5 or text in _SHORT_WORDS:
         return "words", text
     return None

@@ -28,9 +28,11 @@ import os
 from pathlib import Path
 
 CACHE_NAME = ".prmkit-digests.json"
-_SKIP_DIRS = {"checkpoints", "runs", "__pycache__", ".git"}
-_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".json", ".model", ".txt", ".gguf")
-"""Weights, configs and tokenizer files (plots and logs say nothing about what the model computes)."""
+_SKIP_DIRS = {"checkpoints", "restarts", "runs", "eval", "__pycache__", ".git"}
+_WEIGHTS = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".model")
+_TEXT = {"vocab.json", "merges.txt", "vocab.txt", "added_tokens.json", "special_tokens_map.json"}
+"""Weights, configs and tokenizer files only: logs, metrics and evaluation outputs written into a run
+folder say nothing about what the model computes, and must not make a resume refuse."""
 
 
 def weights_digest(folder: str | os.PathLike) -> str | None:
@@ -60,9 +62,14 @@ def _model_files(root: Path) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS and not d.startswith("."))
         for name in sorted(filenames):
-            if name.endswith(_SUFFIXES) and not name.startswith("."):
+            if not name.startswith(".") and _is_model_file(name):
                 out.append(Path(dirpath, name))
     return out
+
+
+def _is_model_file(name: str) -> bool:
+    return (name.endswith(_WEIGHTS) or name in _TEXT or name.endswith("config.json")
+            or (name.startswith("tokenizer") and name.endswith(".json")))
 
 
 def _file_digest(path: Path) -> str:

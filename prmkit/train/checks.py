@@ -75,19 +75,25 @@ def ensure_graded(cfg: TrainConfig, solutions: list, source: str) -> int:
     carry ``problem.answer``; returns how many were graded here."""
     from prmkit.model.labels import outcome_target
 
-    if cfg.kind != "orm":
+    if cfg.kind != "orm" or cfg.outcome_source == "outcome":  # outcome labels only: a grade is no target
         return 0
-    todo = [s for s in solutions if outcome_target(s, cfg.outcome_source, "negative") is None and s.problem.answer]
+    todo = [s for s in solutions if outcome_target(s, "auto", "negative") is None and s.problem.answer]
     if not todo:
         return 0
     if not cfg.grade:
+        first = source.split(",")[0].strip()
         raise ValueError(f"{source}: {len(todo)} of {len(solutions)} solutions have no grade (and no outcome label) "
                          "but carry problem.answer, so an ORM has no target in them: grade them first with "
-                         f"`prmkit grade {source} --out GRADED.jsonl` (prmkit records are graded and written back), "
-                         "or pass --grade to grade them here")
-    from prmkit.grade import grade_many
+                         f"`prmkit grade {first} --out GRADED.jsonl` (each file; prmkit records are graded and "
+                         "written back), or pass --grade to grade them here")
+    from prmkit.grade import GradeError, grade_many
 
-    results = grade_many([(s.answer or "\n".join(s.texts), s.problem.answer) for s in todo])
+    from prmkit.grade import extract_answer
+
+    results = grade_many([(s.answer or extract_answer("\n".join(s.texts)), s.problem.answer) for s in todo],
+                         errors="keep")
     for sol, result in zip(todo, results):
+        if isinstance(result, GradeError):
+            raise ValueError(f"{source}: solution {sol.id or sol.problem.problem[:60]!r}: {result}")
         sol.grade = result.verdict
     return len(todo)

@@ -49,7 +49,7 @@ from prmkit.grade.normalize import canonical_latex, exact_number, is_decimal, no
 from prmkit.grade.structure import collection_kind, entries
 from prmkit.grade.symbolic import DEFAULT_TIMEOUT, GradeError, GradeTimeout, SymbolicPool, default_pool
 from prmkit.grade.units import compare_units
-from prmkit.grade.words import equation_variable, text_answer
+from prmkit.grade.words import equation_variable, loose_text, text_answer
 from prmkit.schema import GRADES
 
 __all__ = ["GRADERS", "MODES", "REASONS", "GradeError", "GradeResult", "GradeTimeout", "SymbolicPool",
@@ -300,6 +300,8 @@ def _by_text(p: _Prepared, mode: str) -> GradeResult | None:
     ours, theirs = text_answer(p.given), text_answer(p.gold)
     if theirs is None:
         return None
+    if ours is None and loose_text(p.given) == theirs:  # "two" for "\text{two}", "(A) 2\sqrt2" for "(A)"
+        return p.result("equal-text")
     if ours == theirs:
         return p.result("equal-text")
     listed = mode == "lenient" and ours is not None and ours[0] == theirs[0] == "words" and "," in theirs[1]

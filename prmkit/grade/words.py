@@ -56,6 +56,26 @@ def text_answer(answer: str) -> tuple[str, str] | None:
     return None
 
 
+_LEADING_CHOICE = re.compile(r"^\s*(?:\\(?:textbf|text|mathrm)\s*\{\s*)?\(\s*(?P<letter>[A-Z])\s*\)")
+
+
+def loose_text(answer: str) -> tuple[str, str] | None:
+    """What an answer says as text when :func:`text_answer` holds back, for comparing with a gold that is
+    words or a choice: a bare short run of letters (``two`` for ``\\text{two}``), or the option letter
+    that leads an answer (``\\textbf{(A) }2\\sqrt2`` is option A).
+
+    >>> loose_text("two"), loose_text("\\\\textbf{(A) }2\\\\sqrt2"), loose_text("2x")
+    (('words', 'two'), ('choice', 'A'), None)
+    """
+    inner, _ = _unwrap(answer.strip())
+    leading = _LEADING_CHOICE.match(answer)
+    if leading:
+        return "choice", leading["letter"]
+    if _WORDS.match(inner.strip()):
+        return "words", " ".join(inner.split()).lower()
+    return None
+
+
 def _unwrap(text: str) -> tuple[str, bool]:
     """The text inside ``$...$`` and any nest of text wrappers, and whether a wrapper was there."""
     wrapped = False
@@ -87,4 +107,4 @@ def equation_variable(answer: str) -> str | None:
     return m["name"].replace("{", "").replace("}", "")
 
 
-__all__ = ["equation_variable", "text_answer"]
+__all__ = ["equation_variable", "loose_text", "text_answer"]

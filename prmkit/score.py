@@ -294,6 +294,9 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
     in_shard = finished_lines(shard, _record_key)  # first: it cuts a line torn by a killed run
     check_output(out, name, stamp)
     check_output(shard, name, stamp, partial=True)
+    if out.exists():  # an OUT that is no scored copy of this input is refused before anything is scored
+        for _ in _joined(inp, out):
+            pass
     counts = {"scored": 0, "skipped_already_scored": 0, "added_to_existing": 0}
     bar = tqdm(desc=f"score[{rank}]", unit="sol", disable=not cfg.progress or not state.is_local_main_process)
     with append_partial(shard) as f:  # left empty (a bad input, an early stop): deleted

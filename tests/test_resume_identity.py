@@ -186,3 +186,49 @@ def test_another_name_with_a_common_prefix_is_another_column(models, pool, tmp_p
     assert _score(models["prm"], first, second) == 0  # "prm" must not clear or refuse prm_v2's columns
     for s in read_solutions(second):
         assert "prm_v2_min" in s.scores and "prm_min" in s.scores and set(s.meta["scored_by"]) == {"prm", "prm_v2"}
+
+
+def test_a_complete_output_is_checked_without_loading_the_model(tiny_lm, problems, tmp_path, monkeypatch):
+    """The settings alone say who wrote an hf file: a rerun with nothing to do loads nothing, and the
+    generator it checks against is the one the records hold."""
+    import prmkit.generate.run as run
+
+    out = tmp_path / "out.jsonl"
+    assert _generate(tiny_lm, problems, out) == 0
+    record = json.loads(out.read_text().splitlines()[0])["generator"]
+
+    def no_loading(cfg):
+        raise AssertionError("the model was loaded for a complete output")
+
+    monkeypatch.setattr(run, "make_backend", no_loading)
+    assert _generate(tiny_lm, problems, out) == 0
+    from prmkit.generate import GenerateConfig
+
+    cfg = GenerateConfig(model=str(tiny_lm), n=2, max_new_tokens=6)
+    assert run.generator_by_name(cfg).to_dict() == record
+    assert _generate(tiny_lm, problems, out, "--temperature", "0.5") == 2
+
+
+def test_an_output_of_another_input_is_refused_before_scoring(models, pool, tmp_path, capsys):
+    out, other = tmp_path / "out.jsonl", tmp_path / "other.jsonl"
+    write_records(other, make_solutions(5, seed=9))
+    assert _score(models["prm"], other, out) == 0
+    capsys.readouterr()
+    assert _score(models["prm"], pool, out) == 2
+    err = capsys.readouterr().err
+    assert "it is not a scored copy of this input" in err and not (tmp_path / ".out.jsonl.part0of1").exists()
+
+
+def test_label_auto_with_weights_changed_in_place_is_refused(tiny_lm, other_lm, problems, tmp_path, capsys):
+    """The rollouts' generator is keyed by its weights too (its cache and the settings OUT records)."""
+    folder = tmp_path / "lm"
+    shutil.copytree(tiny_lm, folder)
+    sols, out = tmp_path / "sols.jsonl", tmp_path / "mc.jsonl"
+    assert _generate(folder, problems, sols) == 0
+    label = ["label", "auto", str(sols), str(out), "--backend", "hf", "--model", str(folder), "--k", "1",
+             "--max-new-tokens", "6", "--no-progress"]
+    assert main(label) == 0
+    shutil.copy(other_lm / "model.safetensors", folder / "model.safetensors")
+    capsys.readouterr()
+    assert main(label) == 2
+    assert "holds labels made with" in capsys.readouterr().err

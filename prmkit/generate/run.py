@@ -111,7 +111,9 @@ def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateC
     todo = [(idx, p) for idx, p in mine if any(sample_id(p, cfg.seed, j) not in done for j in range(cfg.n))]
     summary = {"problems": len(mine), "problems_generated": len(todo), "skipped_already_done": len(done),
                "written": 0}
-    if todo or done:  # a complete output is checked too: its samples must be this model's and settings'
+    if not todo and done and backend is None and cfg.backend in SERVED_AS_NAMED:  # checked without loading it
+        check_same_generator(generator_by_name(cfg), [part, out])
+    elif todo or done:  # a complete output is checked too: its samples must be this model's and settings'
         own = backend is None
         backend = backend or make_backend(cfg)
         try:
@@ -130,9 +132,26 @@ def generate_file(inp: str | os.PathLike, out: str | os.PathLike, cfg: GenerateC
 def generator_of(backend: Backend, cfg: GenerateConfig) -> Generator:
     """The record's ``generator``: the backend's name and everything its records depend on (the sampling
     settings it used, how samples become steps, its weights or rules)."""
-    used = backend.cfg or cfg
+    return _generator(backend.name, backend.cfg or cfg, cfg, backend.fingerprint())
+
+
+SERVED_AS_NAMED = ("hf", "vllm", "openai")
+"""Backends named by ``--model`` and prompting with the settings as given, whose records' ``generator`` is
+known from the settings alone (:func:`generator_by_name`): a complete output is checked without loading
+the model."""
+
+
+def generator_by_name(cfg: GenerateConfig) -> Generator:
+    """:func:`generator_of` for a :data:`SERVED_AS_NAMED` backend, without loading it."""
+    from prmkit.model.identity import weights_digest
+
+    fingerprint = {} if cfg.backend == "openai" else {"weights": weights_digest(cfg.model)}
+    return _generator(cfg.model, cfg, cfg, fingerprint)
+
+
+def _generator(name: str, used: GenerateConfig, cfg: GenerateConfig, fingerprint: dict) -> Generator:
     split = {"steps": cfg.steps, **({"step_separator": cfg.step_separator} if cfg.step_separator else {})}
-    return Generator(backend.name, {"backend": cfg.backend, **used.sampling, **split, **backend.fingerprint()})
+    return Generator(name, {"backend": cfg.backend, **used.sampling, **split, **fingerprint})
 
 
 def _generate(todo: list, part: Path, out: Path, backend: Backend, generator: Generator, cfg: GenerateConfig,

@@ -8,6 +8,8 @@ Metric names say what they measure:
 
 ``pass@1``, ``pass@N``
     the chance that one (any of N) random sample(s) is right; ``pass@1`` is the mean accuracy.
+``step_limit@N``
+    the chance that one of N random samples is valid at every step: the most a perfect step judge reaches.
 ``maj_acc@M``
     majority vote over all M samples of a problem (ties split in expectation; no answer never votes).
 ``maj_wrong_pass_right``
@@ -66,16 +68,23 @@ def count_tokens(texts: list[str]) -> int:
     return sum(len(t.split()) for t in texts) + max(len(texts) - 1, 0)
 
 
-def selection_stats(solutions: list[Solution]) -> tuple[Pool, dict[str, float]]:
-    """The pool of ``solutions`` and its pass@1, pass@N (powers of two up to M), maj_acc@M."""
+def selection_stats(solutions: list[Solution], valid: list[bool] | None = None) -> tuple[Pool, dict[str, float]]:
+    """The pool of ``solutions`` and its pass@1, pass@N (powers of two up to M), maj_acc@M; with ``valid``
+    (each solution's every step valid, by the oracle) the step-judge limit ``step_limit@N`` too: the most a
+    perfect step judge reaches (a valid-every-step sample among the N), beside pass@N, a perfect outcome
+    judge's."""
     builder = PoolBuilder([], answer_key="exact")
-    for s in solutions:
-        builder.add(s.problem.id or s.problem.problem, s.answer, s.grade == "correct")
+    for i, s in enumerate(solutions):
+        builder.add(s.problem.id or s.problem.problem, s.answer, s.grade == "correct",
+                    valid=None if valid is None else valid[i])
     pool = builder.build()
     m = int(pool.sizes.max())
     ns = default_ns(m)
     passes = exact_pass(pool, ns).mean(axis=0)
     out = {f"pass@{n}": float(v) for n, v in zip(ns, passes)}
+    if pool.valid is not None:
+        limits = exact_pass(pool, ns, good=pool.valid).mean(axis=0)
+        out.update({f"step_limit@{n}": float(v) for n, v in zip(ns, limits)})
     maj = vote_curve(pool, [m]).per_problem[:, 0]
     out[f"maj_acc@{m}"] = float(maj.mean())
     any_right = exact_pass(pool, [m])[:, 0] > 0
@@ -124,10 +133,11 @@ def pool_stats(solutions: list[Solution], domain: str = "ledger") -> dict:
     if domain not in DOMAINS:
         raise ValueError(f"unknown lab domain {domain!r} (known: {', '.join(DOMAINS)})")
     oracle = DOMAINS[domain]
-    pool, selection = selection_stats(solutions)
+    labels = [oracle.oracle_labels(s) for s in solutions]
+    pool, selection = selection_stats(solutions, [all(lab.rating >= 0 for lab in ls) for ls in labels])
     t = _StepTally(domain)
-    for s in solutions:
-        t.add(s, oracle.oracle_labels(s))
+    for s, ls in zip(solutions, labels):
+        t.add(s, ls)
     share = lambda a, b: a / b if b else None
     rating = {k: r for k, (r, _) in oracle.REASONS.items()}
     out = {

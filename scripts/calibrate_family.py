@@ -1,0 +1,98 @@
+"""Choose the lab's default family by the rule in docs/lab.md ("Choosing the default family"), from the
+generator's statistics alone: no reward model is trained on any candidate.
+
+For every candidate in CANDIDATES' order (fixed with the rule, before the search), on the development
+seeds 0, 1, 2 (the eval pool of the default preset, 300 problems x 64 samples each, pooled): pass@64,
+majority@64, the share of right answers reached through a wrong step, the step-judge limit at 64, and
+pass@1. The first candidate that meets every condition is the choice; the search stops there unless
+--all. The table goes to the terminal and, with --out, to a JSON file (docs/results/calibration.json).
+
+    .venv/bin/python scripts/calibrate_family.py --out docs/results/calibration.json
+    .venv/bin/python scripts/calibrate_family.py --all --problems 100     # the whole grid, smaller pools
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import sys
+import time
+
+from tqdm import tqdm
+
+from prmkit.lab.config import preset
+from prmkit.lab.pools import generate_pool
+from prmkit.lab.stats import pool_stats
+
+DEV_SEEDS = (0, 1, 2)
+WEIGHTS = (("+", 3.0), ("-", 2.0), ("less", 1.5), ("twice", 1.0), ("again", 1.2))
+"""The family's transaction kinds without ``set`` (which resets the running value, and so any error)."""
+SET_WEIGHTS = {0.25: (*WEIGHTS, ("set", 0.25)), 0.0: WEIGHTS}
+CANDIDATES = [
+    {"domain.steps": steps, "domain.weights": SET_WEIGHTS[set_weight], "generator.misconception_rate": rate,
+     "generator.misconception_strength": strength, "generator.silent_fix_rate": fix}
+    for steps, set_weight, rate, strength, fix in itertools.product(
+        [(6, 8), (7, 9), (8, 10), (9, 11)], [0.25, 0.0], [0.38, 0.55], [(0.45, 0.8), (0.6, 0.9), (0.75, 0.98)],
+        [0.02, 0.05, 0.1])
+]
+"""In the rule's order: transactions per problem outermost, then the weight of ``set``, the misconception's
+rate, its strength, the silent-fix rate. The first is the present family (the preset ``easy``)."""
+
+RULE = {"pass@64": (0.70, 0.85), "maj_acc@64": (0.0, 0.30), "right_answer_wrong_step": (0.10, 0.19)}
+"""Each statistic's allowed range, both ends included (docs/lab.md)."""
+
+
+def measure(overrides: dict, seeds=DEV_SEEDS, problems: int = 300) -> dict:
+    """The rule's statistics of one candidate, pooled over ``seeds`` (each a mean over its problems)."""
+    cfg = preset("default").replace(overrides)
+    per_seed = [pool_stats(generate_pool(cfg, seed, "eval", problems=problems)) for seed in seeds]
+    keys = ("pass@1", "pass@64", "maj_acc@64", "right_answer_wrong_step", "step_limit@64", "step_limit@16",
+            "step_limit@4", "pass@4", "pass@16")
+    pooled = {k: sum(d[k] for d in per_seed) / len(per_seed) for k in keys}
+    pooled["per_seed"] = {str(s): {k: d[k] for k in keys} for s, d in zip(seeds, per_seed)}
+    return pooled
+
+
+def meets(stats: dict) -> bool:
+    return all(lo <= stats[k] <= hi for k, (lo, hi) in RULE.items())
+
+
+def row(i: int, overrides: dict, stats: dict) -> str:
+    knobs = " ".join(f"{k.split('.')[-1]}={v}" for k, v in overrides.items() if k != "domain.weights")
+    knobs += f" set={dict(overrides['domain.weights']).get('set', 0)}"
+    nums = "  ".join(f"{k} {100 * stats[k]:5.1f}" for k in ("pass@1", "pass@64", "maj_acc@64",
+                                                            "right_answer_wrong_step", "step_limit@64"))
+    return f"{i:2d} {'MEETS' if meets(stats) else '     '} {nums}   {knobs}"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--all", action="store_true", help="measure every candidate (default: stop at the first "
+                                                           "that meets the rule)")
+    parser.add_argument("--problems", type=int, default=300, help="eval problems per seed (the rule: 300)")
+    parser.add_argument("--out", help="write every measured candidate and the choice here (JSON)")
+    args = parser.parse_args(argv)
+    start, measured, chosen = time.perf_counter(), [], None
+    for i, overrides in enumerate(tqdm(CANDIDATES, desc="candidates", file=sys.stderr)):
+        stats = measure(overrides, problems=args.problems)
+        measured.append({"index": i, "overrides": overrides, "stats": stats, "meets": meets(stats)})
+        tqdm.write(row(i, overrides, stats))
+        if chosen is None and meets(stats):
+            chosen = i
+            if not args.all:
+                break
+    print(f"chosen: {chosen} ({CANDIDATES[chosen] if chosen is not None else 'none meets the rule'})")
+    if args.out:
+        summary = {"rule": {k: list(v) for k, v in RULE.items()}, "dev_seeds": list(DEV_SEEDS),
+                   "problems_per_seed": args.problems, "samples": 64, "chosen": chosen, "candidates": measured,
+                   "command": " ".join(["scripts/calibrate_family.py", *(argv or sys.argv[1:])]),
+                   "seconds": round(time.perf_counter() - start, 1)}
+        with open(args.out, "w") as f:
+            json.dump(summary, f, indent=1)
+            f.write("\n")
+    return 0 if chosen is not None else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

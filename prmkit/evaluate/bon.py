@@ -168,10 +168,15 @@ def _weighted_tables(rows, at, weight, n_rows: int, m_pad: int, ns: list[int]) -
 _BLOCK_CELLS = 1 << 22  # 32 MB of float64 per block of the weight matrix
 
 
-def exact_pass(pool: Pool, ns: list[int], pad_to: int | None = None) -> np.ndarray:
-    """Expected pass@N (an oracle picks a correct sample if the subset has one): (problems, len(ns))."""
+def exact_pass(pool: Pool, ns: list[int], pad_to: int | None = None, good: np.ndarray | None = None) -> np.ndarray:
+    """Expected pass@N (an oracle picks a correct sample if the subset has one): (problems, len(ns)).
+
+    ``good`` (a bool per sample, default ``pool.correct``) replaces correctness: with the samples whose
+    every step is valid, it is the step-judge limit (a perfect step judge finds one if the subset has one).
+    """
     m_pad = _padded_size(pool, pad_to)
-    n_correct = np.add.reduceat(pool.correct.astype(np.int64), pool.offsets[:-1]) if pool.n_samples else 0
+    good = pool.correct if good is None else good & pool.has_answer
+    n_correct = np.add.reduceat(good.astype(np.int64), pool.offsets[:-1]) if pool.n_samples else 0
     n_correct = np.where(pool.sizes > 0, n_correct, 0)
     return np.stack([1.0 - subset_avoid_table(m_pad, n)[m_pad - n_correct] for n in ns], axis=1)
 

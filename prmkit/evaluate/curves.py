@@ -10,6 +10,13 @@ bootstraps 95% intervals over problems with shared resamples. Metric names say w
     pass@64                  an oracle picks a correct sample if any of the 64 is, exact
     first_acc                the first sample of every problem
 
+Where the pool knows which samples are valid at every step (:attr:`~prmkit.evaluate.pool.Pool.valid`:
+human step labels, a step oracle), a second gold beside answer accuracy, exact as best-of-N::
+
+    step_limit@64            a perfect step judge: a valid-every-step sample is among the 64 (the most any
+                             process scorer can reach; pass@64 is an outcome judge's)
+    valid_acc@64[prm_min]    the sample best-of-64 by prm_min picks is valid at every step
+
 >>> from prmkit.evaluate.pool import pool_from_lists
 >>> pool = pool_from_lists([["1", "1", "2"]] * 4, [[1, 1, 0]] * 4, {"rm": [[.2, .3, .9]] * 4}, answer_key="exact")
 >>> res = evaluate_pool(pool, ["rm"], [1, 3], n_boot=100)
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from prmkit.evaluate.bon import _padded_size, exact_bon, exact_pass, first_sample
+from prmkit.evaluate.bon import _padded_size, exact_bon, exact_pass, first_sample, level_expectation, score_levels
 from prmkit.evaluate.bootstrap import bootstrap_ci
 from prmkit.evaluate.pool import Pool, truncation_note
 from prmkit.evaluate.vote import vote_curve, vote_weights
@@ -52,6 +59,8 @@ def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, p
     for col in columns:
         curves[f"bon_acc[{col}]"] = {"per_problem": exact_bon(pool, col, ns, m_pad), "method": "exact"}
     curves["pass"] = {"per_problem": exact_pass(pool, ns, m_pad), "method": "exact"}
+    if pool.valid is not None:
+        curves.update(gold_curves(pool, columns, ns, m_pad))
     transforms = {}
     if vote:
         curves["maj_acc"] = _mc(vote_curve(pool, ns, None, m_pad, target_se, seed=seed, progress=progress))
@@ -66,6 +75,17 @@ def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, p
             "metrics": _flat_metrics(curves, ns, first),
             "settings": {"columns": columns, "pad_to": m_pad, "vote_weight_transform": transforms,
                          "target_se": target_se, "bootstrap_resamples": n_boot, "ci_level": 0.95, "seed": seed}}
+
+
+def gold_curves(pool: Pool, columns: list[str], ns: list[int], m_pad: int) -> dict[str, dict]:
+    """The step-judge limit and each column's valid-solution accuracy, per problem (needs ``pool.valid``)."""
+    valid = pool.valid & pool.has_answer
+    out = {"step_limit": {"per_problem": exact_pass(pool, ns, m_pad, valid), "method": "exact"}}
+    for col in columns:
+        levels = score_levels(pool, col, valid.astype(float))
+        out[f"valid_acc[{col}]"] = {"per_problem": level_expectation(levels, pool.n_problems, m_pad, ns),
+                                    "method": "exact"}
+    return out
 
 
 def _mc(est) -> dict:
@@ -120,6 +140,7 @@ def pool_summary(pool: Pool, m_pad: int) -> dict:
     return {"format": pool.format, "problems": pool.n_problems, "samples": pool.n_samples,
             "samples_per_problem": [int(pool.sizes.min()), int(pool.sizes.max())], "pad_to": m_pad,
             "answerless": int((~pool.has_answer).sum()), "correct": int(pool.correct.sum()),
+            "valid": None if pool.valid is None else int((pool.valid & pool.has_answer).sum()),
             "ungradable_left_out": pool.ungradable,
             "score_columns": {k: _missing(pool, k) for k in pool.scores},
             "answer_groups_with_mixed_grades": pool.group_conflicts}
@@ -161,7 +182,7 @@ def curve_rows(result: dict) -> tuple[list[str], list[list[str]]]:
     """The curves of a result as text cells: (method names, one row per N of ``N, estimate [ci] ±se``),
     in percent, pass@N first, then best-of-N, then the rest (the terminal table and the report's)."""
     curves = {k: v for k, v in result["curves"].items() if k != "first_acc"}
-    order = sorted(curves, key=lambda k: (k != "pass", not k.startswith("bon"), k))
+    order = sorted(curves, key=lambda k: (k != "pass", k != "step_limit", not k.startswith("bon"), k))
     rows = []
     for j, n in enumerate(result["ns"]):
         row = [str(n)]

@@ -73,6 +73,10 @@ class Pool:
     truncated: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per score column, the samples without that score whose record says truncation at scoring dropped
     steps of the model behind it, by that record's ``NAME_steps_lost`` key (:func:`steps_lost_key`)."""
+    valid: np.ndarray | None = None
+    """The second gold, where the records carry step truth for every sample: the sample's every step is
+    valid (no step rated -1, every step rated), or None. It gives the step-judge limit and valid-solution
+    accuracy (:mod:`prmkit.evaluate.curves`)."""
 
     @property
     def n_problems(self) -> int:
@@ -161,11 +165,13 @@ class PoolBuilder:
         self.lost: dict[str, array] = {}  # model NAME -> per sample: its record has NAME_steps_lost > 0
         self.ungradable = 0  # samples the grader could not decide, left out (Pool.ungradable)
         self.seen: set[str] = set()  # every score the records hold, to name them when a column is misspelt
+        self.valid = array("b")  # per sample: 1 every step valid, 0 not, -1 no step truth (Pool.valid)
 
     def add(self, problem: str, answer: str | None, correct: bool, scores: dict[str, float] | None = None,
-            solution_scores: dict | None = None) -> None:
+            solution_scores: dict | None = None, valid: bool | None = None) -> None:
         """One sample. ``solution_scores``: its record's own scores, to tell truncation (``NAME_steps_lost``)
-        apart among the samples that lack a column."""
+        apart among the samples that lack a column. ``valid``: whether its every step is valid, where known."""
+        self.valid.append(-1 if valid is None else int(bool(valid)))
         p = self.problem_of.setdefault(problem, len(self.problem_of))
         if p == len(self.answers):
             self.answers.append({})
@@ -222,6 +228,8 @@ class PoolBuilder:
                     {k: np.frombuffer(v, dtype=np.float64)[order] for k, v in self.scores.items()}, self.format)
         pool.group_conflicts = count_group_conflicts(pool)
         pool.ungradable = self.ungradable
+        valid = np.frombuffer(self.valid, dtype=np.int8)[order]
+        pool.valid = valid.astype(bool) if valid.size and (valid >= 0).all() else None  # every sample, or none
         pool.truncated = {name: self._truncated(name) for name in pool.scores}
         for name in self.fixed_columns or []:
             if np.isnan(pool.scores[name]).all():
@@ -263,12 +271,14 @@ def count_group_conflicts(pool: Pool) -> int:
 
 
 def pool_from_lists(answers: list[list[str | None]], correct: list[list[bool]],
-                    scores: dict[str, list[list[float]]] | None = None, answer_key: str = "grader") -> Pool:
-    """A pool from nested lists (one list per problem), for tests and notebooks."""
+                    scores: dict[str, list[list[float]]] | None = None, answer_key: str = "grader",
+                    valid: list[list[bool]] | None = None) -> Pool:
+    """A pool from nested lists (one list per problem), for tests and notebooks; ``valid``: every step valid."""
     builder = PoolBuilder(list(scores or {}), answer_key=answer_key, format="lists")
     for p, (ans, cor) in enumerate(zip(answers, correct)):
         for i, (a, c) in enumerate(zip(ans, cor)):
-            builder.add(str(p), a, c, {k: v[p][i] for k, v in (scores or {}).items()})
+            builder.add(str(p), a, c, {k: v[p][i] for k, v in (scores or {}).items()},
+                        valid=None if valid is None else valid[p][i])
     return builder.build()
 
 
@@ -296,8 +306,13 @@ def detect_format(record: Any) -> str:
                      f"({', '.join(FORMATS)})")
 
 
-def load_pool(path, format: str = "auto", columns: list[str] | None = None, answer_key: str = "grader") -> Pool:
-    """Stream a file into a :class:`Pool`. ``columns``: score specs to keep (``name`` or ``step_key:agg``); all when None."""
+def load_pool(path, format: str = "auto", columns: list[str] | None = None, answer_key: str = "grader",
+              step_truth: Callable[[Solution], list | None] | None = None) -> Pool:
+    """Stream a file into a :class:`Pool`. ``columns``: score specs to keep (``name`` or ``step_key:agg``); all when None.
+
+    ``step_truth(solution)``: the true rating (-1, 0, +1) of each step the solution took, or None where
+    unknown; default :func:`recorded_step_truth` (the records' own step ratings, as in human-verified
+    data). Where every sample has it, the pool carries :attr:`Pool.valid`."""
     records = iter_json(path)
     first = next(records, None)
     if first is None:
@@ -312,9 +327,13 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
     builder = PoolBuilder(columns, answer_key=answer_key, format=format)
     add = {"prmkit": _add_prmkit, "qwen-candidates": _add_qwen, "gsm8k-examples": _add_gsm8k,
            "prm800k-samples": _add_prm800k}[format]
+    truth = step_truth or recorded_step_truth
     for raw in _chain(first, records):
         try:
-            add(builder, raw.value, columns)
+            if format == "prmkit":
+                _add_prmkit(builder, raw.value, columns, truth)
+            else:
+                add(builder, raw.value, columns)
         except SchemaError as e:
             raise RecordError(path, raw.line, e.field, e.message) from None
         except (KeyError, TypeError, ValueError) as e:
@@ -327,14 +346,27 @@ def _chain(first, rest) -> Iterator:
     yield from rest
 
 
-def _add_prmkit(builder: PoolBuilder, value: Any, columns: list[str] | None) -> None:
+def _add_prmkit(builder: PoolBuilder, value: Any, columns: list[str] | None, step_truth=None) -> None:
     sol = Solution.from_dict(value)
     key = sol.problem.id if sol.problem.id is not None else sol.problem.problem
     grade = _grade_of(sol)
     if grade == "unparseable":  # the grader could not decide: no verdict to evaluate (Pool.ungradable)
         builder.ungradable += 1
         return
-    builder.add(key, sol.answer, grade == "correct", solution_scores(sol, columns), sol.scores)
+    ratings = (step_truth or recorded_step_truth)(sol)
+    valid = None if ratings is None else all(r >= 0 for r in ratings)
+    builder.add(key, sol.answer, grade == "correct", solution_scores(sol, columns), sol.scores, valid)
+
+
+def recorded_step_truth(sol: Solution) -> list | None:
+    """The ratings of the steps a solution took, where every one is rated (PRM800K's human labels, a step
+    oracle's); None otherwise (one unrated step leaves validity unknown).
+
+    >>> recorded_step_truth(Solution.from_steps("q", ["a", "b"], ratings=[1, -1])), recorded_step_truth(Solution.from_steps("q", ["a"]))
+    ([1, -1], None)
+    """
+    ratings = [s.rating for s in sol.steps if s.taken is not None]
+    return ratings if ratings and None not in ratings else None
 
 
 def _grade_of(sol: Solution) -> str:

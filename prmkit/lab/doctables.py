@@ -24,7 +24,7 @@ import json
 import re
 from pathlib import Path
 
-from prmkit.lab.targets import POOL_NAMES, pooled_rows
+from prmkit.lab.targets import POOL_NAMES, findings_rows, pooled_rows
 
 EVAL_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("PRM product@{N}", "prm_product@{N}"), ("PRM mean@{N}", "prm_mean@{N}"),
              ("PRM last@{N}", "prm_last@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{N}", "majority@{N}"),
@@ -206,6 +206,7 @@ TABLES = {
     "lab-stats": stats_table,
     "lab-policy": policy_table,
     "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s["auroc_spread"])),
+    "lab-findings": lambda s: markdown(*findings_rows(s["findings"])),
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},

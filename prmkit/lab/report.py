@@ -21,7 +21,8 @@ from prmkit.evaluate.html import bon_section, figure, page, table
 from prmkit.evaluate.plots import plot_bon
 from prmkit.io import atomic_output
 from prmkit.lab.scoring import sweep_rows
-from prmkit.lab.targets import auroc_spread, has_per_problem, pooled_gaps, pooled_rows
+from prmkit.lab.targets import (auroc_spread, findings_rows, has_gold, has_per_problem, pooled_findings, pooled_gaps,
+                                pooled_rows)
 
 PLOTTED = ("pass", "maj_acc", "bon_acc[prm_min]", "bon_acc[prm_product]", "bon_acc[orm]",
            "bon_acc[likelihood_mean]", "bon_acc[likelihood_min]", "weighted_acc[prm_min]")
@@ -160,11 +161,21 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
     pooled = {p: pooled_gaps({s: results[s][p] for s in seeds}, cfg.bootstrap)
               for p in ("eval", "ood") if has_per_problem({s: results[s][p] for s in seeds})}
     spread = auroc_spread([results[s]["eval"]["headline"]["prm_step_auroc"] for s in seeds])
+    findings = {p: pooled_findings({s: results[s][p] for s in seeds}, cfg.bootstrap)
+                for p in ("eval", "ood") if has_gold({s: results[s][p] for s in seeds})}
     parts = [_note(cfg)]
+    if findings:
+        parts += [Markup("<h2>PRM against ORM, pooled over seeds, with the ceilings beside each gap</h2>"
+                         "<p class='note'>Findings, not targets: an interval that covers 0 is no difference found. "
+                         "pass@N is what a perfect outcome judge reaches; the step-judge limit (a sample valid at "
+                         "every step among the N) is the most a process judge can; valid-solution accuracy scores "
+                         "the picked solution by its steps (a right answer through a wrong step is not valid)."
+                         "</p>"), table(*findings_rows(findings))]
     if pooled:
         parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), table(*pooled_rows(pooled, spread))]
-    parts += [Markup("<h2>The lab's targets, per seed (held-out pool)</h2>"), targets_table(checks),
-             Markup("<h2>Held-out pool: headline numbers per seed</h2>"),
+    if not findings:  # an older run without the second gold: its per-seed targets, as it was reported
+        parts += [Markup("<h2>The lab's targets, per seed (held-out pool)</h2>"), targets_table(checks)]
+    parts += [Markup("<h2>Held-out pool: headline numbers per seed</h2>"),
              seed_table({s: results[s]["eval"] for s in seeds}),
              Markup("<h2>Out-of-distribution family: headline numbers per seed</h2>"),
              seed_table({s: results[s]["ood"] for s in seeds}),
@@ -191,7 +202,8 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
     return {"command": command, "preset": cfg.name, "seeds": seeds,
             "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
                                  "sweep": sweeps[s]} for s in seeds},
-            "targets": {str(s): checks[s] for s in seeds}, "pooled": pooled, "auroc_spread": spread}
+            **({"findings": findings} if findings else {"targets": {str(s): checks[s] for s in seeds}}),
+            "pooled": pooled, "auroc_spread": spread}
 
 
 def study_sections(run_dir) -> list[str]:

@@ -28,7 +28,10 @@ from prmkit.lab.likelihood import LABEL_FREE
 
 PRM_AGGREGATIONS = ("min", "product", "last", "mean")
 VOTED = ("prm_min", "prm_product", "orm")
-PER_PROBLEM = ("bon_acc[prm_min]", "bon_acc[orm]", "maj_acc")
+PER_PROBLEM = ("bon_acc[prm_min]", "bon_acc[orm]", "maj_acc", "pass", "step_limit", "valid_acc[prm_min]",
+               "valid_acc[orm]")
+"""Curves whose per-problem values each evaluation keeps, for gaps pooled over seeds then problems: the two
+arms and majority on answer accuracy and on valid-solution accuracy, and both ceilings."""
 """Curves kept per problem in an evaluation, for the targets' intervals pooled over seeds."""
 """Columns whose reward-weighted vote is estimated (Monte Carlo); the others get best-of-N only."""
 
@@ -78,7 +81,7 @@ def evaluate_scored(path, cfg, seed: int) -> dict:
     from prmkit.evaluate.curves import default_ns, evaluate_pool
     from prmkit.evaluate.pool import load_pool
 
-    pool = load_pool(path, answer_key="exact")
+    pool = load_pool(path, answer_key="exact", step_truth=oracle_truth)  # the oracle: the second gold
     ns = default_ns(int(pool.sizes.max()))
     kw = {"ns": ns, "target_se": cfg.vote_target_se, "n_boot": cfg.bootstrap, "seed": seed}
     result = evaluate_pool(pool, list(VOTED), vote=True, per_problem=PER_PROBLEM, **kw)
@@ -93,6 +96,13 @@ def evaluate_scored(path, cfg, seed: int) -> dict:
     result["steps"] = {"prm": step_auroc(path, "p_correct"), "likelihood": step_auroc(path, "base_logp_min")}
     result["headline"] = headline(result)
     return result
+
+
+def oracle_truth(solution) -> list[int]:
+    """The oracle's rating of every step a lab solution took (``Pool.valid``: none of them -1)."""
+    from prmkit.lab.oracle import oracle_labels
+
+    return [label.rating for label in oracle_labels(solution)]
 
 
 def _merge(into: dict, other: dict) -> None:
@@ -118,6 +128,9 @@ def headline(result: dict) -> dict:
             out[f"{c}@{n}"] = m[f"bon_acc@{n}[{c}]"]["estimate"]
         out[f"label_free@{n}"] = max(out[f"{c}@{n}"] for c in LABEL_FREE)
         out[f"pass@{n}"] = m[f"pass@{n}"]["estimate"]
+        out[f"step_limit@{n}"] = m[f"step_limit@{n}"]["estimate"]
+        for col in ("prm_min", "orm"):
+            out[f"valid_{col}@{n}"] = m[f"valid_acc@{n}[{col}]"]["estimate"]
     out["first_sample"] = m["first_acc"]["estimate"]
     out["prm_step_auroc"] = result["steps"]["prm"]["auroc"]
     out["likelihood_step_auroc"] = result["steps"]["likelihood"]["auroc"]

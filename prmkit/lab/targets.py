@@ -59,6 +59,65 @@ def pooled_gaps(results: dict, n_boot: int = 1000, seed: int = 0) -> dict:
     return out
 
 
+FINDING_NS = (4, 16, 64)
+"""The N at which the findings table reports every gap with the ceilings beside it (and the pool's largest N)."""
+VALID_PRM, VALID_ORM = "valid_acc[prm_min]", "valid_acc[orm]"
+
+
+def has_gold(results: dict) -> bool:
+    """Whether every evaluation kept the per-problem second gold (valid-solution accuracy, the ceilings)."""
+    return all(all(c in r.get("per_problem", {}) for c in (VALID_PRM, VALID_ORM, "pass", "step_limit"))
+               for r in results.values())
+
+
+def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    """Per N (4, 16, 64 and the largest): PRM - ORM on answer accuracy and on valid-solution accuracy, pooled
+    over seeds then problems with 95% intervals, beside the ceilings (pass@N, the step-judge limit) and
+    the two arms' own numbers, so a gap is read against how much room there was. Findings, not targets.
+
+    >>> r = {"ns": [4], "per_problem": {"bon_acc[prm_min]": [[1], [0]], "bon_acc[orm]": [[1], [1]],
+    ...      "maj_acc": [[0], [0]], "pass": [[1], [1]], "step_limit": [[1], [0]], "valid_acc[prm_min]": [[1], [0]],
+    ...      "valid_acc[orm]": [[0], [0]]}}
+    >>> [(f["N"], f["answer"]["mean"], f["valid"]["mean"], f["step_limit"]) for f in pooled_findings({0: r}, 20)]
+    [(4, -0.5, 0.5, 0.5)]
+    """
+    from prmkit.lab.study.core import mean_ci
+
+    first = next(iter(results.values()))
+    ns = [n for n in dict.fromkeys([*FINDING_NS, max(first["ns"])]) if n in first["ns"]]
+    out = []
+    for n in ns:
+        def stacked(curve):
+            return np.stack([_per_problem(r, curve, n) for r in results.values()])
+
+        row = {"N": n}
+        for name, (prm, orm) in {"answer": (PRM, ORM), "valid": (VALID_PRM, VALID_ORM)}.items():
+            ci = mean_ci(stacked(prm) - stacked(orm), n_boot=n_boot, seed=seed)
+            row[name] = {**ci, "ci_covers_0": ci["ci95"][0] <= 0 <= ci["ci95"][1]}
+            row[f"{name}_prm"], row[f"{name}_orm"] = float(stacked(prm).mean()), float(stacked(orm).mean())
+        row["pass"], row["step_limit"] = float(stacked("pass").mean()), float(stacked("step_limit").mean())
+        row["majority"] = float(stacked(MAJORITY).mean())
+        out.append(row)
+    return out
+
+
+def findings_rows(findings: dict) -> tuple[list[str], list[list[str]]]:
+    """The pooled findings of every pool as table rows (percent; gaps in points), ceilings beside each gap."""
+    def pct(x):
+        return f"{100 * x:.1f}"
+
+    def gap(g):
+        return f"{100 * g['mean']:+.1f} [{100 * g['ci95'][0]:+.1f}, {100 * g['ci95'][1]:+.1f}]"
+
+    rows = [[POOL_NAMES[p], str(f["N"]), pct(f["pass"]), pct(f["step_limit"]), pct(f["majority"]),
+             f"{pct(f['answer_prm'])} / {pct(f['answer_orm'])}", gap(f["answer"]),
+             f"{pct(f['valid_prm'])} / {pct(f['valid_orm'])}", gap(f["valid"])]
+            for p, rows in findings.items() for f in rows]
+    return ["pool", "N", "pass@N (outcome-judge ceiling)", "step-judge limit", "majority",
+            "answer acc. PRM / ORM", "PRM - ORM, answer [95% CI]", "valid-solution acc. PRM / ORM",
+            "PRM - ORM, valid solution [95% CI]"], rows
+
+
 def auroc_spread(aurocs: list[float]) -> dict:
     """The PRM's step AUROC across seeds: its range, and whether it is within :data:`SPREAD`.
 
@@ -89,4 +148,5 @@ def has_per_problem(results: dict) -> bool:
     return all(all(c in r.get("per_problem", {}) for c in (PRM, ORM, MAJORITY)) for r in results.values())
 
 
-__all__ = ["POOL_NAMES", "SMALL_N", "SPREAD", "auroc_spread", "has_per_problem", "pooled_gaps", "pooled_rows"]
+__all__ = ["FINDING_NS", "POOL_NAMES", "SMALL_N", "SPREAD", "auroc_spread", "findings_rows", "has_gold",
+           "has_per_problem", "pooled_findings", "pooled_gaps", "pooled_rows"]

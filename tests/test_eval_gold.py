@@ -1,0 +1,77 @@
+"""The second gold (issue 30, 1): the step-judge limit and valid-solution accuracy, exact, against brute force."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from prmkit.evaluate.curves import evaluate_pool
+from prmkit.evaluate.pool import load_pool, pool_from_lists
+from prmkit.io import write_records
+from prmkit.schema import Solution
+
+
+def brute(scores, answered, valid, n: int, m_pad: int) -> tuple[float, float]:
+    """(step limit, valid-solution accuracy) over every n-subset of m_pad slots (empty slots past the
+    samples); ties at the top split evenly, as the exact estimator does."""
+    limit = picked = Fraction(0)
+    subsets = list(itertools.combinations(range(m_pad), n))
+    for subset in subsets:
+        real = [i for i in subset if i < len(scores) and answered[i]]
+        limit += any(valid[i] for i in real)
+        if real:
+            top = max(scores[i] for i in real)
+            tied = [i for i in real if scores[i] == top]
+            picked += Fraction(sum(valid[i] for i in tied), len(tied))
+    return float(limit / len(subsets)), float(picked / len(subsets))
+
+
+sample = st.tuples(st.sampled_from([0.1, 0.4, 0.4, 0.7, 0.9]), st.booleans(), st.booleans())
+
+
+@settings(deadline=None, max_examples=60)
+@given(pools=st.lists(st.lists(sample, min_size=1, max_size=5), min_size=1, max_size=3), extra=st.integers(0, 2),
+       n=st.integers(1, 7))
+def test_gold_curves_equal_brute_force(pools, extra, n):
+    m_pad = max(len(p) for p in pools) + extra
+    n = min(n, m_pad)
+    answers = [[f"a{i}" if ok else None for i, (_, ok, _) in enumerate(p)] for p in pools]
+    correct = [[ok and v for _, ok, v in p] for p in pools]
+    valid = [[v for _, _, v in p] for p in pools]
+    pool = pool_from_lists(answers, correct, {"rm": [[s for s, _, _ in p] for p in pools]}, "exact", valid)
+    result = evaluate_pool(pool, ["rm"], [n], pad_to=m_pad, vote=False, n_boot=10)
+    want = [brute([s for s, _, _ in p], [ok for _, ok, _ in p], [v for _, _, v in p], n, m_pad) for p in pools]
+    assert np.isclose(result["metrics"][f"step_limit@{n}"]["estimate"], np.mean([w[0] for w in want]))
+    assert np.isclose(result["metrics"][f"valid_acc@{n}[rm]"]["estimate"], np.mean([w[1] for w in want]))
+    assert result["metrics"][f"valid_acc@{n}[rm]"]["estimate"] <= result["metrics"][f"step_limit@{n}"]["estimate"] + 1e-12
+
+
+def test_a_perfect_step_judge_reaches_the_limit_and_a_right_answer_through_a_wrong_step_is_not_valid():
+    # one problem: a right answer through a wrong step (the ORM's pick), a fully valid right answer, a wrong one
+    pool = pool_from_lists([["7", "7", "8"]], [[True, True, False]], {"orm": [[0.9, 0.5, 0.1]], "judge": [[0, 1, 0]]},
+                           "exact", [[False, True, False]])
+    m = evaluate_pool(pool, ["orm", "judge"], [1, 3], vote=False, n_boot=10)["metrics"]
+    assert m["bon_acc@3[orm]"]["estimate"] == 1.0 and m["valid_acc@3[orm]"]["estimate"] == 0.0
+    assert m["valid_acc@3[judge]"]["estimate"] == m["step_limit@3"]["estimate"] == 1.0
+    assert np.isclose(m["step_limit@1"]["estimate"], 1 / 3)
+
+
+def test_load_pool_reads_step_truth_from_the_records_or_a_given_oracle(tmp_path):
+    sols = [Solution.from_steps("q", ["a", "b"], ratings=r, grade="correct", scores={"rm": s})
+            for r, s in (([1, 1], 0.9), ([1, -1], 0.5))]
+    for s in sols:
+        s.answer = "1"
+    path = tmp_path / "pool.jsonl"
+    write_records(path, sols)
+    assert load_pool(path).valid.tolist() == [True, False]
+    assert load_pool(path, step_truth=lambda sol: None).valid is None  # unknown for one: no gold metrics
+    flipped = load_pool(path, step_truth=lambda sol: [-1] if sol.scores["rm"] > 0.6 else [1])
+    assert flipped.valid.tolist() == [False, True]
+    sols[1].steps[1].taken.rating = None
+    write_records(path, sols)
+    assert load_pool(path).valid is None
+    assert "step_limit@2" not in evaluate_pool(load_pool(path), ["rm"], [2], vote=False, n_boot=10)["metrics"]

@@ -75,3 +75,27 @@ def test_load_pool_reads_step_truth_from_the_records_or_a_given_oracle(tmp_path)
     write_records(path, sols)
     assert load_pool(path).valid is None
     assert "step_limit@2" not in evaluate_pool(load_pool(path), ["rm"], [2], vote=False, n_boot=10)["metrics"]
+
+
+def test_eval_bon_and_its_report_show_the_second_gold(tmp_path, capsys):
+    from prmkit.cli import main
+    from prmkit.evaluate.report import write_report
+
+    sols = []
+    for p in range(6):
+        for i, (ratings, right, score) in enumerate([([1, 1], True, 0.9), ([1, -1], True, 0.6), ([-1, 1], False, 0.2)]):
+            s = Solution.from_steps(f"q{p}", ["a", "b"], ratings=ratings, grade="correct" if right else "incorrect",
+                                    scores={"prm_min": score if p % 2 else 1 - score})
+            s.answer, s.id = ("7" if right else "8"), f"{p}-{i}"
+            sols.append(s)
+    path = tmp_path / "pool.jsonl"
+    write_records(path, sols)
+    assert main(["eval", "bon", str(path), "--n", "1,3", "--bootstrap", "50", "--out", str(tmp_path / "out")]) == 0
+    out = capsys.readouterr().out
+    assert "step_limit" in out and "valid_acc[prm_min]" in out
+    result = __import__("json").loads((tmp_path / "out" / "bon.json").read_text())
+    assert result["metrics"]["step_limit@3"]["estimate"] == 1.0
+    assert np.isclose(result["metrics"]["valid_acc@3[prm_min]"]["estimate"], 0.5)  # right on 3 of 6 problems
+    html = write_report(tmp_path / "out")
+    text = open(html).read() if not isinstance(html, str) or html.endswith(".html") else html
+    assert "step-judge limit" in text and "valid solution [95% CI]" in text

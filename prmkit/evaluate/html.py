@@ -113,9 +113,11 @@ def comparison_table(source: str, groups: list[dict], majority: bool = True, pai
     """Each scorer against majority voting: one block of rows per N (``N``, pass@N and majority once, then
     a row per scorer: its best-of-N and the difference), from ``prmkit.evaluate.report.comparison_groups``.
     Six columns whatever the number of scorers, so it fits the page. ``majority``: the result has a
-    majority vote; ``paired``: the differences carry paired intervals (coloured where they exclude 0)."""
+    majority vote; ``paired``: the differences carry paired intervals (coloured where they exclude 0). Where
+    the pool knew each sample's step validity, the step-judge limit and each scorer's valid-solution
+    accuracy join it (two columns more)."""
     return render("compare.html.j2", source=source, groups=groups, majority=majority, paired=paired,
-                  scorers=any(g["rows"] for g in groups))
+                  scorers=any(g["rows"] for g in groups), gold=any(g.get("step_limit") for g in groups))
 
 
 def warnings_box(items: list[tuple[str, str]]) -> Markup:

@@ -139,8 +139,10 @@ def comparison_groups(result: dict) -> list[dict]:
     curves, groups = result["curves"], []
     for j, n in enumerate(result["ns"]):
         rows = [{"scorer": name[len("bon_acc["):-1], "bon": _with_ci(curves[name], j),
+                 "valid": _with_ci(curves[f"valid_acc[{name[8:-1]}]"], j) if "step_limit" in curves else "",
                  **_difference(result, name, j)} for name in scorer_curves(result)]
         groups.append({"n": n, "pass": pct(curves["pass"]["estimate"][j]) if "pass" in curves else "",
+                       "step_limit": pct(curves["step_limit"]["estimate"][j]) if "step_limit" in curves else "",
                        "majority": _with_ci(curves["maj_acc"], j) if "maj_acc" in curves else "not computed",
                        "rows": rows})
     return groups

@@ -96,6 +96,5 @@ def test_eval_bon_and_its_report_show_the_second_gold(tmp_path, capsys):
     result = __import__("json").loads((tmp_path / "out" / "bon.json").read_text())
     assert result["metrics"]["step_limit@3"]["estimate"] == 1.0
     assert np.isclose(result["metrics"]["valid_acc@3[prm_min]"]["estimate"], 0.5)  # right on 3 of 6 problems
-    html = write_report(tmp_path / "out")
-    text = open(html).read() if not isinstance(html, str) or html.endswith(".html") else html
+    text = write_report(tmp_path / "out").read_text()
     assert "step-judge limit" in text and "valid solution [95% CI]" in text

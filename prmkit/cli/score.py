@@ -65,7 +65,7 @@ def truncation_warning(t: dict, model: str) -> str:
 
     >>> t = {"solutions_truncated": 2, "solutions": 10, "steps_lost": 5, "steps": 40, "longest_needed": 5000,
     ...      "max_length": 4096}
-    >>> print(truncation_warning(t, "m")[:71])
+    >>> print(truncation_warning(t, "m")[:70])
     warning: 2 of 10 solutions were longer than m takes (max_length 4096):
     """
     if not t.get("solutions_truncated"):

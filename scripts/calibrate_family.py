@@ -57,7 +57,7 @@ RULE = {"pass@64": (0.70, 0.85), "maj_acc@64": (0.0, 0.30), "right_answer_wrong_
 
 def measure(overrides: dict, seeds=DEV_SEEDS, problems: int = 300) -> dict:
     """The rule's statistics of one candidate, pooled over ``seeds`` (each a mean over its problems)."""
-    cfg = preset("default").replace(overrides)
+    cfg = preset("easy").replace(overrides)  # the family the grids vary from (the default until they chose)
     per_seed = [pool_stats(generate_pool(cfg, seed, "eval", problems=problems)) for seed in seeds]
     keys = ("pass@1", "pass@64", "maj_acc@64", "right_answer_wrong_step", "step_limit@64", "step_limit@16",
             "step_limit@4", "pass@4", "pass@16")

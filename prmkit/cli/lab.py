@@ -262,8 +262,10 @@ def _seeds(text: str) -> list[int]:
 
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
-                   help="sizes and settings to start from: quick (seconds), default (300 x 64 held out), full (larger), "
-                        "quick-lm (quick, its pools sampled from the base model)")
+                   help="sizes and settings to start from: default (300 x 64 held out, the family chosen by the rule "
+                        "of docs/lab.md), easy (the default's sizes on the family before it, at its ceiling), quick "
+                        "(seconds; the easy family), full (larger; the easy family), quick-lm (quick, its pools "
+                        "sampled from the base model)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (generator.check_rate=0.1, labellers.flip_rate=0, "
                         "domain.steps=6,10); repeatable")

@@ -201,7 +201,7 @@ class LabConfig:
 
 RECIPES = Path(__file__).parent / "recipes"
 PRESETS = tuple(sorted(p.stem for p in RECIPES.glob("*.yaml")))
-"""The presets: recipe files in ``prmkit/lab/recipes/`` (quick, default, full), each over :class:`LabConfig`."""
+"""The presets: recipe files in ``prmkit/lab/recipes/`` (default, easy, quick, full, quick-lm), each over :class:`LabConfig`."""
 
 
 def preset(name: str) -> LabConfig:

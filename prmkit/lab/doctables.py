@@ -196,6 +196,21 @@ def _grade_rows(name: str):
     return render
 
 
+def calibration_table(summary: dict) -> str:
+    """The rule's statistics of the chosen family (``scripts/calibrate_family.py``), per development seed and
+    pooled, beside the rule's ranges."""
+    chosen = summary["candidates"][summary["chosen"]]["stats"]
+    keys = [("pass@1", "pass@1"), ("pass@4", "pass@4"), ("pass@16", "pass@16"), ("pass@64", "pass@64"),
+            ("maj_acc@64", "majority@64"), ("right_answer_wrong_step", "right answers through a wrong step"),
+            ("step_limit@4", "step-judge limit@4"), ("step_limit@16", "step-judge limit@16"),
+            ("step_limit@64", "step-judge limit@64")]
+    seeds = list(chosen["per_seed"])
+    rule = summary["rule"]
+    rows = [[label, *(f"{100 * chosen['per_seed'][s][k]:.1f}" for s in seeds), f"{100 * chosen[k]:.1f}",
+             f"{100 * rule[k][0]:.0f}-{100 * rule[k][1]:.0f}" if k in rule else "reported"] for k, label in keys]
+    return markdown(["statistic (%)", *(f"seed {s}" for s in seeds), "pooled", "the rule"], rows)
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
@@ -207,6 +222,7 @@ TABLES = {
     "lab-policy": policy_table,
     "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s["auroc_spread"])),
     "lab-findings": lambda s: markdown(*findings_rows(s["findings"])),
+    "calibration-chosen": calibration_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},

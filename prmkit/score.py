@@ -31,7 +31,15 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
-from prmkit.io import append_partial, atomic_output, dumps, finished_lines, open_text, read_solutions, same_file
+from prmkit.io import (
+    append_partial,
+    atomic_output,
+    dumps,
+    finished_lines,
+    open_text,
+    read_solutions,
+    same_file,
+)
 from prmkit.model.formatter import TruncationReport, encode, encode_many
 from prmkit.model.labels import step_scores
 from prmkit.schema import Solution

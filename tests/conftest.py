@@ -51,18 +51,28 @@ def toy_data(tmp_path_factory):
     return folder
 
 
+def save_tiny_lm(folder: Path, seed: int = 0) -> Path:
+    """A tiny Llama-style causal LM (random weights of ``seed``) and its tokenizer, saved to ``folder``."""
+    from prmkit.model.tiny import build_preset
+
+    texts = [f"{a} + {b} = {a + b}\n# Answer\n\n{a + b}" for a in range(20) for b in range(10)]
+    model, tok = build_preset("tiny-llama", texts, "AutoModelForCausalLM", 300, seed=seed)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
 @pytest.fixture(scope="session")
 def tiny_lm(tmp_path_factory) -> Path:
     """A folder holding a tiny Llama-style causal LM (random weights) and its tokenizer, saved with
     ``save_pretrained`` so that tests load it through the real ``from_pretrained`` path."""
-    from prmkit.model.tiny import build_preset
+    return save_tiny_lm(tmp_path_factory.mktemp("tiny-lm"))
 
-    folder = tmp_path_factory.mktemp("tiny-lm")
-    texts = [f"{a} + {b} = {a + b}\n# Answer\n\n{a + b}" for a in range(20) for b in range(10)]
-    model, tok = build_preset("tiny-llama", texts, "AutoModelForCausalLM", 300, seed=0)
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
+
+@pytest.fixture(scope="session")
+def other_tiny_lm(tmp_path_factory) -> Path:
+    """:func:`tiny_lm` with other weights (seed 1): another model of the same shape and tokenizer."""
+    return save_tiny_lm(tmp_path_factory.mktemp("other-tiny-lm"), seed=1)
 
 
 @pytest.fixture(scope="session")

@@ -63,8 +63,7 @@ def test_a_model_retrained_in_place_is_refused(models, pool, tmp_path, capsys):
     shutil.copytree(models["prm"], folder)
     out = tmp_path / "out.jsonl"
     assert _score(folder, pool, out) == 0
-    for name in ("model.safetensors",):  # the same path, other weights
-        shutil.copy(models["prm8k"] / name, folder / name)
+    shutil.copy(models["prm8k"] / "model.safetensors", folder / "model.safetensors")  # the same path, other weights
     capsys.readouterr()
     assert _score(folder, pool, out) == 2
     assert "weights:" in capsys.readouterr().err
@@ -121,18 +120,6 @@ def test_a_rescored_input_keeps_no_stale_column(models, pool, tmp_path):
 
 # --- generate ---------------------------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def other_lm(tmp_path_factory):
-    from prmkit.model.tiny import build_preset
-
-    folder = tmp_path_factory.mktemp("other-lm")
-    texts = [f"{a} + {b} = {a + b}\n# Answer\n\n{a + b}" for a in range(20) for b in range(10)]
-    model, tok = build_preset("tiny-llama", texts, "AutoModelForCausalLM", 300, seed=1)
-    model.save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture
 def problems(tmp_path):
     path = tmp_path / "problems.jsonl"
@@ -146,25 +133,25 @@ def _generate(model, problems, out, *flags):
 
 
 @pytest.mark.parametrize("change", [["--temperature", "0.5"], ["--steps", "blank"], "model"])
-def test_generate_into_a_complete_file_with_other_settings_is_refused(tiny_lm, other_lm, problems, tmp_path,
+def test_generate_into_a_complete_file_with_other_settings_is_refused(tiny_lm, other_tiny_lm, problems, tmp_path,
                                                                       capsys, change):
     out = tmp_path / "out.jsonl"
     assert _generate(tiny_lm, problems, out) == 0
     before = out.read_bytes()
     capsys.readouterr()
-    model, flags = (other_lm, []) if change == "model" else (tiny_lm, change)
+    model, flags = (other_tiny_lm, []) if change == "model" else (tiny_lm, change)
     assert _generate(model, problems, out, *flags) == 2
     err = capsys.readouterr().err
     assert "--no-resume" in err and out.read_bytes() == before
     assert _generate(model, problems, out, *flags, "--no-resume") == 0
 
 
-def test_generate_with_weights_changed_in_place_is_refused(tiny_lm, other_lm, problems, tmp_path, capsys):
+def test_generate_with_weights_changed_in_place_is_refused(tiny_lm, other_tiny_lm, problems, tmp_path, capsys):
     folder = tmp_path / "lm"
     shutil.copytree(tiny_lm, folder)
     out = tmp_path / "out.jsonl"
     assert _generate(folder, problems, out) == 0
-    shutil.copy(other_lm / "model.safetensors", folder / "model.safetensors")
+    shutil.copy(other_tiny_lm / "model.safetensors", folder / "model.safetensors")
     capsys.readouterr()
     assert _generate(folder, problems, out) == 2
     assert "weights:" in capsys.readouterr().err
@@ -191,7 +178,7 @@ def test_another_name_with_a_common_prefix_is_another_column(models, pool, tmp_p
 def test_a_complete_output_is_checked_without_loading_the_model(tiny_lm, problems, tmp_path, monkeypatch):
     """The settings alone say who wrote an hf file: a rerun with nothing to do loads nothing, and the
     generator it checks against is the one the records hold."""
-    import prmkit.generate.run as run
+    from prmkit.generate import run
 
     out = tmp_path / "out.jsonl"
     assert _generate(tiny_lm, problems, out) == 0
@@ -219,7 +206,7 @@ def test_an_output_of_another_input_is_refused_before_scoring(models, pool, tmp_
     assert "it is not a scored copy of this input" in err and not (tmp_path / ".out.jsonl.part0of1").exists()
 
 
-def test_label_auto_with_weights_changed_in_place_is_refused(tiny_lm, other_lm, problems, tmp_path, capsys):
+def test_label_auto_with_weights_changed_in_place_is_refused(tiny_lm, other_tiny_lm, problems, tmp_path, capsys):
     """The rollouts' generator is keyed by its weights too (its cache and the settings OUT records)."""
     folder = tmp_path / "lm"
     shutil.copytree(tiny_lm, folder)
@@ -228,7 +215,7 @@ def test_label_auto_with_weights_changed_in_place_is_refused(tiny_lm, other_lm, 
     label = ["label", "auto", str(sols), str(out), "--backend", "hf", "--model", str(folder), "--k", "1",
              "--max-new-tokens", "6", "--no-progress"]
     assert main(label) == 0
-    shutil.copy(other_lm / "model.safetensors", folder / "model.safetensors")
+    shutil.copy(other_tiny_lm / "model.safetensors", folder / "model.safetensors")
     capsys.readouterr()
     assert main(label) == 2
     assert "holds labels made with" in capsys.readouterr().err

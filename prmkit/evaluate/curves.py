@@ -28,7 +28,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from prmkit.evaluate.bon import _padded_size, exact_bon, exact_pass, first_sample, level_expectation, score_levels
+from prmkit.evaluate.bon import (
+    _padded_size,
+    exact_bon,
+    exact_pass,
+    first_sample,
+    level_expectation,
+    score_levels,
+)
 from prmkit.evaluate.bootstrap import bootstrap_ci
 from prmkit.evaluate.pool import Pool, truncation_note
 from prmkit.evaluate.vote import vote_curve, vote_weights

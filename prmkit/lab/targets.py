@@ -87,7 +87,7 @@ def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0) -> list[di
     ns = [n for n in dict.fromkeys([*FINDING_NS, max(first["ns"])]) if n in first["ns"]]
     out = []
     for n in ns:
-        def stacked(curve):
+        def stacked(curve, n=n):
             return np.stack([_per_problem(r, curve, n) for r in results.values()])
 
         row = {"N": n}

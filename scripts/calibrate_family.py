@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from prmkit.lab.config import preset
 from prmkit.lab.pools import generate_pool
+from prmkit.lab.stack import run_record
 from prmkit.lab.stats import pool_stats
 
 DEV_SEEDS = (0, 1, 2)
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
         summary = {"grid": args.grid, "rule": {k: list(v) for k, v in RULE.items()}, "dev_seeds": list(DEV_SEEDS),
                    "problems_per_seed": args.problems, "samples": 64, "chosen": chosen, "candidates": measured,
                    "command": " ".join(["scripts/calibrate_family.py", *(argv or sys.argv[1:])]),
-                   "seconds": round(time.perf_counter() - start, 1)}
+                   "seconds": round(time.perf_counter() - start, 1), **run_record()}
         with open(args.out, "w") as f:
             json.dump(summary, f, indent=1)
             f.write("\n")

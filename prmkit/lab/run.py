@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from prmkit.lab.config import LabConfig
-from prmkit.lab.stack import numeric_stack
+from prmkit.lab.stack import run_record
 
 POOLS = ("eval", "ood")
 RM_VERSION = 2
@@ -369,7 +369,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     summary = write_lab_report(run_dir, cfg, seeds, runner.timings, command)
     runner.timings["report"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary["timings"] = runner.timings
-    summary["stack"] = numeric_stack()
+    summary.update(run_record())
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     log(f"report: {run_dir / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")

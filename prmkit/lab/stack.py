@@ -29,6 +29,32 @@ def numeric_stack(extra: tuple[str, ...] = ()) -> dict[str, str]:
     return out
 
 
+def source_commit() -> dict[str, str | bool] | None:
+    """The commit the code ran from, and whether the checkout had uncommitted changes (a run's numbers are a
+    claim about that code); None outside a git checkout (an installed package).
+
+    >>> info = source_commit(); info is None or (len(info["commit"]) == 40 and isinstance(info["dirty"], bool))
+    True
+    """
+    import subprocess
+
+    root = Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        status = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                                capture_output=True, text=True, timeout=10, check=True).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return {"commit": commit, "dirty": bool(status.strip())}
+
+
+def run_record(extra: tuple[str, ...] = ()) -> dict:
+    """What every run's ``summary.json`` records of where its numbers came from: the numeric stack and the
+    source commit (the command and the seeds are the run's own)."""
+    return {"stack": numeric_stack(extra), "source": source_commit()}
+
+
 def read_pins(path: str | Path) -> dict[str, str]:
     """``name==version`` lines of a pip constraints file (comments and blank lines skipped).
 
@@ -51,4 +77,4 @@ def read_pins(path: str | Path) -> dict[str, str]:
     return pins
 
 
-__all__ = ["PACKAGES", "numeric_stack", "read_pins"]
+__all__ = ["PACKAGES", "numeric_stack", "read_pins", "run_record", "source_commit"]

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.run import RM_VERSION, Runner, done_key, init_worker, job_base, key_of
-from prmkit.lab.stack import numeric_stack
+from prmkit.lab.stack import run_record
 from prmkit.lab.study.active_pages import write_outputs
 from prmkit.lab.study.core import (
     AGGREGATION,
@@ -285,7 +285,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         runner.close()
     summary = summarise(cfg, seeds, out)
     summary["timings"] = runner.timings
-    summary["stack"] = numeric_stack()
+    summary.update(run_record())
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     write_outputs(out, cfg, seeds, summary, command)
     write_json(out / "summary.json", summary)

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.run import RM_VERSION, init_worker, job_base, key_of
-from prmkit.lab.stack import numeric_stack
+from prmkit.lab.stack import run_record
 from prmkit.lab.study.core import (
     bon_per_problem,
     job_train_score,
@@ -220,7 +220,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
     finally:
         runner.close()
     summary = summarise(cfg, seeds, root)
-    summary.update(timings=runner.timings, stack=numeric_stack(), command=command,
+    summary.update(timings=runner.timings, **run_record(), command=command,
                    total_wall_seconds=round(time.perf_counter() - start, 1))
     from prmkit.lab.study.autolabel_pages import write_outputs
 

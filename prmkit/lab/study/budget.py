@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.config import LabConfig
-from prmkit.lab.stack import numeric_stack
+from prmkit.lab.stack import run_record
 from prmkit.lab.study.core import (
     bon_per_problem,
     grouped,
@@ -224,7 +224,7 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
     runner.timings["evaluate"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary["job_seconds"] = _job_seconds(sd)
     summary["timings"] = runner.timings
-    summary["stack"] = numeric_stack()
+    summary.update(run_record())
     write_pages(out, cfg, summary)
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     write_json(out / "summary.json", summary)

@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.run import RM_VERSION, init_worker, job_base, key_of
-from prmkit.lab.stack import RL_PACKAGES, numeric_stack
+from prmkit.lab.stack import RL_PACKAGES, run_record
 from prmkit.lab.study.core import job_train_score, open_study, with_restarts, write_json
 from prmkit.lab.study.pressure_summary import rm_name
 
@@ -273,7 +273,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
     from prmkit.lab.study.pressure_summary import summarise
 
     summary = summarise(cfg, seeds, root)
-    summary.update(timings=runner.timings, stack=numeric_stack(RL_PACKAGES), command=command,
+    summary.update(timings=runner.timings, **run_record(RL_PACKAGES), command=command,
                    total_wall_seconds=round(time.perf_counter() - start, 1))
     from prmkit.lab.study.pressure_pages import write_outputs
 

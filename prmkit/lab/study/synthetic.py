@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, key_of
-from prmkit.lab.stack import numeric_stack
+from prmkit.lab.stack import run_record
 from prmkit.lab.study.config import DIFFERENCES, KIND, METHODS, NAMES  # noqa: F401  (NAMES re-exported)
 from prmkit.lab.study.core import (
     bon_per_problem,
@@ -317,7 +317,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         runner.close()
     summary = summarise(cfg, seeds, root)
     summary["timings"] = runner.timings
-    summary["stack"] = numeric_stack()
+    summary.update(run_record())
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     summary["command"] = command
     write_outputs(root, cfg, summary, command)

@@ -73,8 +73,8 @@ class GenerateConfig:
     resume: bool = field(default=True, metadata={"help": "skip samples already in the output or its partial "
                                                          "file (a rerun never duplicates a sample)"})
     flush_every: int = field(default=8, metadata={"help": "most problems per write to the partial file (hf, "
-                                                          "lab-lm: at most one batch's worth, so a killed run "
-                                                          "loses one batch at most)"})
+                                                          "lab-lm: at most one batch's worth, or one problem when "
+                                                          "--n exceeds the batch: a killed run loses little)"})
     progress: bool = field(default=True, metadata={"help": "show a progress bar (samples/s, tokens/s)"})
 
     def __post_init__(self):

@@ -178,8 +178,9 @@ def _generate(todo: list, part: Path, out: Path, backend: Backend, generator: Ge
 
 def problems_per_write(cfg: GenerateConfig) -> int:
     """Problems sampled per backend call, each call's samples written and flushed when it returns: at most
-    ``flush_every``, and for a local model (hf, lab-lm) at most one batch's worth, so that a killed run loses
-    one batch, not the ``flush_every`` problems of a long call (a sample does not depend on its batch).
+    ``flush_every``, and for a local model (hf, lab-lm) at most one batch's worth (one problem when ``n`` is
+    larger than the batch), so that a killed run loses that call, not the ``flush_every`` problems of a
+    long one (a sample does not depend on its batch).
 
     >>> problems_per_write(GenerateConfig(n=4, batch_size=16)), problems_per_write(GenerateConfig(n=64))
     (4, 1)

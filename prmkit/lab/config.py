@@ -78,9 +78,8 @@ def lab_rm(**overrides) -> TrainConfig:
     at ``new_lr``. Three restarts, the best kept on a held-out tenth of the labelled problems
     (:mod:`prmkit.train.restarts`): one seed of this recipe reached step AUROC 0.90, another 0.98.
     Training to convergence instead of 300 steps (``early_stop_patience``, ``max_steps`` as a cap:
-    :mod:`prmkit.train.early_stop`) is a setting, not yet the default: on a development seed it stopped
-    a PRM on the class-prior plateau, and the ORM on 20,000 samples (``orm_ratio=10``) needed its whole
-    1,200-step cap (``docs/lab.md``, "The paper's ORM arm").
+    :mod:`prmkit.train.early_stop`) is a setting, not yet the default (``docs/lab.md``, "The paper's ORM
+    arm": no run of it has a committed summary yet).
     Data and output are set per job (:func:`prmkit.lab.rm.job_config`)."""
     fmt = lab_format()
     recipe = TrainConfig(base_model=RM_BASE, features=f"surprise:{RM_BASE}", head="classify", max_steps=300,

@@ -244,9 +244,10 @@ def check_output(path: Path, name: str, stamp: dict, partial: bool = False) -> N
             if theirs is None and not _has_column(record, name) and not partial:
                 continue
             if theirs != stamp:
-                raise ValueError(f"{path}:{number}: holds {name!r} scores {_difference(theirs, stamp)}; refusing to "
-                                 f"keep them. Rerun with --no-resume to replace them, --name NEW to add another "
-                                 f"column, or write another OUT")
+                what = (f"is the partial file of another run (its records carry no {name!r} scores)"
+                        if partial and theirs is None else f"holds {name!r} scores {_difference(theirs, stamp)}")
+                raise ValueError(f"{path}:{number}: {what}; refusing to keep them. Rerun with --no-resume to "
+                                 "replace them, --name NEW to add another column, or write another OUT")
 
 
 def _difference(theirs: dict | None, ours: dict) -> str:

@@ -164,7 +164,8 @@ def test_a_partial_file_of_another_name_is_refused(models, pool, tmp_path, capsy
     (tmp_path / ".out.jsonl.part0of1").write_text("".join(ref.read_text().splitlines(keepends=True)[:4]))
     capsys.readouterr()
     assert _score(models["orm"], pool, out) == 2
-    assert "holds 'orm' scores of unknown origin" in capsys.readouterr().err and not out.exists()
+    assert "is the partial file of another run (its records carry no 'orm' scores)" in capsys.readouterr().err
+    assert not out.exists()
 
 
 def test_another_name_with_a_common_prefix_is_another_column(models, pool, tmp_path):

@@ -324,7 +324,8 @@ def test_another_generator_or_setting_gets_other_keys(pool, tmp_path):
                                      Settings(GenerateConfig(temperature=0.7)), Settings(GenerateConfig(top_p=0.9)))]
     assert len(set(ids)) == len(ids)
     assert generator_id(Settings(GenerateConfig(n=4))) == generator_id(Settings(GenerateConfig(n=64)))  # n is not one
-    assert generator_id(lab()) == generator_id(LabBackend(GenerateConfig(backend="lab", model="default", n=16)))
+    assert generator_id(lab()) == generator_id(LabBackend(GenerateConfig(backend="lab", model="easy", n=16)))
+    assert generator_id(lab()) != generator_id(LabBackend(GenerateConfig(backend="lab", model="default")))  # other rules
     g = ids[0]
     keys = {prefix_key(g, P1, RIGHT[:1]), prefix_key(g, P1, RIGHT[:2]), prefix_key(ids[1], P1, RIGHT[:1]),
             prefix_key(g, dataclasses.replace(P1, answer="12"), RIGHT[:1])}

@@ -113,7 +113,7 @@ def test_few_curves_keep_every_band():
 def test_config_block_is_collapsed_and_compact():
     from prmkit.lab import preset
 
-    html = str(config_block(dataclasses.asdict(preset("default"))))
+    html = str(config_block(dataclasses.asdict(preset("easy"))))
     assert html.startswith("<h2>Configuration</h2>\n<details><summary>") and "<pre" not in html
     assert "<td>domain</td><td>family=&#34;ledger&#34;, steps=[6, 8]," in html
     assert config_block(json.dumps({"a": 1})) == config_block({"a": 1})  # JSON text, as the study pages pass it

@@ -7,9 +7,25 @@ import collections
 import sys
 
 from prmkit.cli import HelpFormatter
-from prmkit.grade import GRADERS, MODES, GradeError, SymbolicPool, extract_answer, grade_many, reference_grade
+from prmkit.grade import (
+    GRADERS,
+    MODES,
+    GradeError,
+    SymbolicPool,
+    grade_many,
+    reference_grade,
+    solution_answer,
+)
 from prmkit.grade.symbolic import DEFAULT_TIMEOUT
-from prmkit.io import RecordError, RejectWriter, atomic_output, dumps, iter_json, rejects_path, require_records
+from prmkit.io import (
+    RecordError,
+    RejectWriter,
+    atomic_output,
+    dumps,
+    iter_json,
+    rejects_path,
+    require_records,
+)
 from prmkit.schema import SchemaError, Solution
 
 EPILOG = """\
@@ -143,7 +159,7 @@ def _read_solutions(path: str, rejects: RejectWriter | None):
         except SchemaError as e:
             _refuse(RecordError(path, raw.line, e.field, e.message), raw, rejects)
             continue
-        yield raw, sol.answer or extract_answer("\n".join(sol.texts)), sol.problem.answer, sol
+        yield raw, solution_answer(sol), sol.problem.answer, sol
 
 
 def _refuse(error: RecordError, raw, rejects: RejectWriter | None) -> None:

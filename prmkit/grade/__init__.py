@@ -53,7 +53,7 @@ from prmkit.grade.words import equation_variable, loose_text, text_answer
 from prmkit.schema import GRADES
 
 __all__ = ["GRADERS", "MODES", "REASONS", "GradeError", "GradeResult", "GradeTimeout", "SymbolicPool",
-           "equivalent", "extract_answer", "grade", "grade_many", "normalize", "reference_grade"]
+           "equivalent", "extract_answer", "grade", "grade_many", "normalize", "reference_grade", "solution_answer"]
 
 MODES = ("strict", "lenient")
 """``strict``: variables, order and type matter. ``lenient``: also positional variables, sets ~ tuples,
@@ -128,6 +128,17 @@ def grade(given: str | None, gold: str, mode: str = "strict", *, timeout: float 
         return prepared
     reply = (pool or default_pool()).run(prepared.job, timeout)
     return _finish(prepared, reply, on_timeout)
+
+
+def solution_answer(solution) -> str | None:
+    """The answer a solution record gives: its ``answer`` field, else the one its steps mark (``# Answer``, a
+    box), else None (graded ``no-answer``), as ``prmkit generate`` reads a sample.
+
+    >>> from prmkit.schema import Solution
+    >>> solution_answer(Solution.from_steps("q", ["1 + 1 = 2", "# Answer\\n\\n2"])), solution_answer(Solution.from_steps("q", ["so 2"]))
+    ('2', None)
+    """
+    return solution.answer or extract_answer("\n".join(solution.texts))
 
 
 def equivalent(a: str, b: str, mode: str = "strict", **kwargs) -> bool:

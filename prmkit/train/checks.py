@@ -86,12 +86,9 @@ def ensure_graded(cfg: TrainConfig, solutions: list, source: str) -> int:
                          "but carry problem.answer, so an ORM has no target in them: grade them first with "
                          f"`prmkit grade {first} --out GRADED.jsonl` (each file; prmkit records are graded and "
                          "written back), or pass --grade to grade them here")
-    from prmkit.grade import GradeError, grade_many
+    from prmkit.grade import GradeError, grade_many, solution_answer
 
-    from prmkit.grade import extract_answer
-
-    results = grade_many([(s.answer or extract_answer("\n".join(s.texts)), s.problem.answer) for s in todo],
-                         errors="keep")
+    results = grade_many([(solution_answer(s), s.problem.answer) for s in todo], errors="keep")
     for sol, result in zip(todo, results):
         if isinstance(result, GradeError):
             raise ValueError(f"{source}: solution {sol.id or sol.problem.problem[:60]!r}: {result}")

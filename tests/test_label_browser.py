@@ -80,7 +80,10 @@ def page():
 def keyboard_login(page, base, name, project):
     page.goto(f"{base}/app?project={project}")
     page.wait_for_url("**/login**")
-    page.keyboard.type(name)  # the name field has autofocus
+    # Chromium applies autofocus at a rendering update that may come after the load event (it did under a
+    # loaded CI machine): typing before it loses the name, the login fails and the page stays on /login.
+    page.wait_for_selector("#name:focus")
+    page.keyboard.type(name)
     page.keyboard.press("Tab")
     page.keyboard.type(f"pw-{name}")
     page.keyboard.press("Enter")

@@ -185,6 +185,7 @@ def test_escaped_dollars_render_in_the_browser(browser_server):
         page = browser.new_page()
         page.goto(f"{browser_server.url}/app?project=pencils")
         page.wait_for_url("**/login**")
+        page.wait_for_selector("#name:focus")  # autofocus may land after the load event: type only then
         page.keyboard.type("ann")
         page.keyboard.press("Tab")
         page.keyboard.type("pw-ann")

@@ -145,12 +145,14 @@ def test_the_base_reads_both_families_but_never_an_evaluation_problem():
 
 
 def test_the_orm_gets_ten_times_the_solutions_of_the_same_problems_graded_only(tmp_path):
-    from prmkit.lab.run import job_data, orm_data
+    from prmkit.lab.arms import count_of
+    from prmkit.lab.run import job_data
 
-    cfg = preset("quick").replace({"eval_problems": 2, "ood_problems": 2, "train_problems": 3, "orm_ratio": 3})
+    cfg = preset("quick").replace({"eval_problems": 2, "ood_problems": 2, "train_problems": 3, "orm_ratio": 3,
+                                   "paper_arms": True})
     job_data(tmp_path, cfg, 0)
     train, orm = (list(read_solutions(tmp_path / f"{n}.jsonl.gz")) for n in ("train", "orm"))
-    assert len(orm) == 3 * len(train) == orm_data(cfg, len(train))[1]
+    assert len(orm) == 3 * len(train) == count_of("orm_paper", len(train), cfg)
     assert [s.problem.id for s in orm[::12]] == [s.problem.id for s in train[::4]]  # problem by problem
     assert all(s.grade in ("correct", "incorrect", "unparseable") and s.ratings == [None] * len(s.steps) for s in orm)
     assert len({s.id for s in orm}) == len(orm)

@@ -13,7 +13,7 @@ from prmkit.io import write_records
 from prmkit.model.toydata import make_solutions
 from prmkit.train.config import TrainConfig
 from prmkit.train.data import Example
-from prmkit.train.loop import class_prior_entropy, plateau_check, train
+from prmkit.train.loop import class_prior_entropy, plateau_check, prior_loss, train
 from prmkit.train.restarts import pick, train_with_restarts
 
 torch.set_num_threads(1)
@@ -97,6 +97,38 @@ def test_a_loss_at_the_class_prior_entropy_is_flagged(capsys):
     assert plateau_check(run, [prior + 0.001] * 5)["plateau"] is True
     assert "class-prior entropy" in capsys.readouterr().out
     assert plateau_check(run, [0.1] * 5)["plateau"] is False
+
+
+def test_the_held_out_check_catches_a_stall_that_noisy_batch_losses_hide(capsys):
+    # the case seen in the lab: an ORM whose last batch losses (0.48) sat above the prior entropy (0.40)
+    # by more than the margin, while its held-out loss was the base rate's
+    train = [Example([1, 2], [1], [[1.0, 0.0]])] + [Example([1, 2], [1], [[0.0, 1.0]])] * 6
+    held = [Example([1, 2], [1], [[1.0, 0.0]])] + [Example([1, 2], [1], [[0.0, 1.0]])] * 5
+    run = SimpleNamespace(train=train, eval=held, accelerator=SimpleNamespace(print=print))
+    base_rate = prior_loss(train, held)
+    assert base_rate == pytest.approx(-(math.log(1 / 7) + 5 * math.log(6 / 7)) / 6)
+    stalled = plateau_check(run, [0.48] * 5, eval_loss=base_rate - 0.01)
+    assert stalled["plateau"] is True and stalled["eval_prior_loss"] == pytest.approx(base_rate)
+    assert "no better than the base rate" in capsys.readouterr().out
+    assert plateau_check(run, [0.48] * 5, eval_loss=base_rate + 0.3)["plateau"] is True  # worse than the base rate
+    assert plateau_check(run, [0.48] * 5, eval_loss=base_rate - 0.1)["plateau"] is False
+
+
+def test_restarts_reject_stalled_runs_before_choosing():
+    runs = [{"eval_loss": 0.30, "plateau": True}, {"eval_loss": 0.35, "plateau": False}]
+    assert pick(runs, "eval_loss") == 1  # the lower loss stalled: it is not chosen
+    assert pick([dict(r, plateau=True) for r in runs], "eval_loss") == 0  # all stalled: the best of them
+
+
+def test_a_run_built_to_stall_is_flagged_and_recorded_as_rejected(tmp_path):
+    write_records(tmp_path / "train.jsonl", make_solutions(96, seed=1))
+    cfg = TrainConfig(data=str(tmp_path / "train.jsonl"), out=str(tmp_path / "out"), restarts=2, eval_fraction=0.25,
+                      max_steps=4, batch_size=8, eval_every=0, save_every=0, progress=False, tensorboard=False,
+                      max_length=128, lr=0.0)  # nothing moves: the model keeps its initial guess
+    final = train(cfg)
+    record = json.loads((tmp_path / "out" / "restarts.json").read_text())
+    assert final["plateau"] is True and record["rejected"] == [0, 1]
+    assert all(r["eval_loss"] >= r["eval_prior_loss"] - 0.02 for r in record["runs"])
 
 
 def test_restarts_are_redone_without_resume_or_after_a_change(tmp_path):

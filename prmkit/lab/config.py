@@ -146,11 +146,15 @@ class LabConfig:
     rm: TrainConfig = field(default_factory=lab_rm)
     """The reward models' training recipe (``prmkit train``'s config; ``base`` names the run's base model),
     the same for the PRM and the ORM (:func:`prmkit.lab.rm.lab_rm`)."""
-    orm_ratio: int = 1
-    """The ORM trains on this many times the PRM's labelled solutions: uniform samples of the same
-    problems, graded by their final answer (labels that cost nothing); the paper's ORM had about 10x
-    PRM800K's solutions (``orm_ratio=10``, with training to convergence: ``docs/lab.md``, "The paper's ORM
-    arm"). 1: the ORM trains on the PRM's own solutions' grades (the equal-data comparison)."""
+    paper_arms: bool = False
+    """Also train the paper's two data arms (:mod:`prmkit.lab.arms`): a PRM on as many labelled solutions
+    chosen as PRM800K's were (the most convincing wrong answers by the seed's equal-data PRM, the 80/20 mix),
+    and an ORM on ``orm_ratio`` x as many uniform samples graded by final answer. The equal-data pair
+    (``prm``, ``orm``: both on the same uniform labelled solutions) is trained either way."""
+    orm_ratio: int = 10
+    """With ``paper_arms``: the paper's ORM trains on this many times the PRM's labelled solutions (uniform
+    samples of the same problems, graded: labels that cost nothing; the paper's ORM had about 10x
+    PRM800K's solutions), and the selector chooses the paper PRM's set among them."""
     label_budgets: tuple[int, ...] = ()
     """Extra numbers of labelled solutions to train PRM and ORM on (a label-budget sweep; each a prefix
     of the labelled split); the run always trains on all ``train_problems x train_samples``."""

@@ -211,6 +211,19 @@ def calibration_table(summary: dict) -> str:
     return markdown(["statistic (%)", *(f"seed {s}" for s in seeds), "pooled", "the rule"], rows)
 
 
+def stalls_table(record: dict) -> str:
+    """Single runs per arm that stalled (``scripts/stall_count.py``), one row per counted recipe."""
+    rows = []
+    for label, entry in record.items():
+        for kind, c in entry["summary"].items():
+            secs = [r["seconds"] for r in entry["runs"] if r["kind"] == kind]
+            rows.append([label, kind.upper(), f"{c['stalled']} of {c['runs']}", f"{c['median_step_auroc']:.3f}",
+                         f"{c['worst_step_auroc']:.3f}", f"{sum(secs) / len(secs):.0f}",
+                         " ".join(entry["overrides"]) or "(the recipe as committed)"])
+    return markdown(["recipe", "arm", "stalled", "median held-out step AUROC", "worst", "seconds a run",
+                     "settings (--set)"], rows)
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
@@ -222,6 +235,8 @@ TABLES = {
     "lab-policy": policy_table,
     "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s["auroc_spread"])),
     "lab-findings": lambda s: markdown(*findings_rows(s["findings"])),
+    "lab-paper-findings": lambda s: markdown(*findings_rows(s["paper_findings"])),
+    "stalls": stalls_table,
     "calibration-chosen": calibration_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},

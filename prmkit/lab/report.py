@@ -21,7 +21,7 @@ from prmkit.evaluate.html import bon_section, figure, page, table
 from prmkit.evaluate.plots import plot_bon
 from prmkit.io import atomic_output
 from prmkit.lab.scoring import sweep_rows
-from prmkit.lab.targets import (auroc_spread, findings_rows, has_gold, has_per_problem, pooled_findings, pooled_gaps,
+from prmkit.lab.targets import (ARM_NAMES, ARMS, auroc_spread, findings_rows, has_gold, has_per_problem, pooled_findings, pooled_gaps,
                                 pooled_rows)
 
 PLOTTED = ("pass", "maj_acc", "bon_acc[prm_min]", "bon_acc[prm_product]", "bon_acc[orm]",
@@ -132,10 +132,13 @@ def _plot_sweep(rows_by_seed: dict[int, list[dict]], path: Path) -> str:
 
 
 def _note(cfg) -> Markup:
-    data = (f"the ORM on {cfg.orm_ratio}x as many uniform samples of the same problems, graded by final answer "
-            "(the paper's arms)" if cfg.orm_ratio > 1 else "the ORM on the same solutions' final-answer grades")
+    data = "the equal-data pair (PRM and ORM on the same uniform labelled solutions, the ORM on their grades)"
+    if cfg.paper_arms:
+        data += (f"; the paper's arms: prm_paper on as many solutions chosen by the equal-data PRM (most convincing "
+                 f"wrong answers, the 80/20 mix), orm_paper on {cfg.orm_ratio}x as many uniform samples, graded")
     return Markup("<p class='note'>PRM = process reward model on the simulated labellers' step labels, ORM = outcome "
-                  "reward model, both from the same base model by the same training protocol; {}; label-free = the "
+                  "reward model, both from the same base model by the same training protocol (restarts and early "
+                  "stopping on one validation split per seed); {}; label-free = the "
                   "base model's own likelihood of a solution (mean or min token log-probability). Definitions: "
                   "docs/lab.md, docs/evaluation.md.</p>").format(data)
 
@@ -145,6 +148,12 @@ def timings_table(timings: dict) -> str:
              f"{t['wall_seconds']:.1f}"] for name, t in timings.items()]
     return table(["stage", "jobs", "run now (rest cached)", "compute s (sum over jobs, when computed)",
                    "wall s (this invocation)"], rows)
+
+
+FINDINGS_NOTE = ("<p class='note'>Findings, not targets: an interval that covers 0 is no difference found. pass@N is "
+                 "what a perfect outcome judge reaches; the step-judge limit (a sample valid at every step among the "
+                 "N) is the most a process judge can; valid-solution accuracy scores the picked solution by its "
+                 "steps (a right answer through a wrong step is not valid).</p>")
 
 
 def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str) -> dict:
@@ -161,16 +170,14 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
     pooled = {p: pooled_gaps({s: results[s][p] for s in seeds}, cfg.bootstrap)
               for p in ("eval", "ood") if has_per_problem({s: results[s][p] for s in seeds})}
     spread = auroc_spread([results[s]["eval"]["headline"]["prm_step_auroc"] for s in seeds])
-    findings = {p: pooled_findings({s: results[s][p] for s in seeds}, cfg.bootstrap)
-                for p in ("eval", "ood") if has_gold({s: results[s][p] for s in seeds})}
+    by_arm = {arm: {p: pooled_findings({s: results[s][p] for s in seeds}, cfg.bootstrap, arm=arm)
+                    for p in ("eval", "ood") if has_gold({s: results[s][p] for s in seeds}, arm)} for arm in ARMS}
+    findings = by_arm["equal"]
     parts = [_note(cfg)]
-    if findings:
-        parts += [Markup("<h2>PRM against ORM, pooled over seeds, with the ceilings beside each gap</h2>"
-                         "<p class='note'>Findings, not targets: an interval that covers 0 is no difference found. "
-                         "pass@N is what a perfect outcome judge reaches; the step-judge limit (a sample valid at "
-                         "every step among the N) is the most a process judge can; valid-solution accuracy scores "
-                         "the picked solution by its steps (a right answer through a wrong step is not valid)."
-                         "</p>"), table(*findings_rows(findings))]
+    for arm in ("paper", "equal"):  # the paper's arms first: they are the headline where a run has them
+        if by_arm[arm]:
+            parts += [Markup("<h2>PRM against ORM, {}: pooled over seeds, with the ceilings beside each gap</h2>"
+                             ).format(ARM_NAMES[arm]), Markup(FINDINGS_NOTE), table(*findings_rows(by_arm[arm]))]
     if pooled:
         parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), table(*pooled_rows(pooled, spread))]
     if not findings:  # an older run without the second gold: its per-seed targets, as it was reported
@@ -203,6 +210,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
             "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
                                  "sweep": sweeps[s]} for s in seeds},
             **({"findings": findings} if findings else {"targets": {str(s): checks[s] for s in seeds}}),
+            **({"paper_findings": by_arm["paper"]} if by_arm["paper"] else {}),
             "pooled": pooled, "auroc_spread": spread}
 
 

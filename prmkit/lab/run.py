@@ -43,12 +43,14 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prmkit.lab.arms import PAPER, WRONG_SHARE, count_of
 from prmkit.lab.config import LabConfig
 from prmkit.lab.stack import run_record
 
 POOLS = ("eval", "ood")
-RM_VERSION = 2
-"""Part of the reward-model and score job keys: bumped when their outputs change meaning (2: the product path)."""
+RM_VERSION = 3
+"""Part of the reward-model and score job keys: bumped when their outputs change meaning (2: the product path;
+3: every arm validated on the shared validation split)."""
 KINDS = ("prm", "orm")
 
 
@@ -164,8 +166,9 @@ class Runner:
 # --- jobs -------------------------------------------------------------------------------------------
 
 def job_data(out: Path, cfg: LabConfig, seed: int, device: str = "auto") -> dict:
-    """Generate the eval, train and ood pools of ``seed``, label the train pool, and sample the ORM's
-    ``orm_ratio`` times larger pool of the same problems (graded by final answer only)."""
+    """Generate the eval, train and ood pools of ``seed`` and label the train pool; with the paper's arms,
+    also ``orm_ratio`` x as many uniform samples of the training problems (``orm.jsonl.gz``: the paper
+    ORM's data and the selector's candidates, graded by final answer only)."""
     from prmkit.io import write_records
     from prmkit.lab.labellers import label
     from prmkit.lab.pools import generate_pool
@@ -179,7 +182,7 @@ def job_data(out: Path, cfg: LabConfig, seed: int, device: str = "auto") -> dict
             stats[split] = {k: v for k, v in pool_stats(pool).items() if not isinstance(v, dict)}
         else:
             write_records(out / "labelled.jsonl.gz", label(pool, cfg.labellers, seed))
-    if cfg.orm_ratio > 1:  # the ORM's own data: more uniform samples of the labelled problems, graded only
+    if cfg.paper_arms:
         orm = generate_pool(cfg, seed, "train", samples=cfg.train_samples * cfg.orm_ratio, device=device)
         write_records(out / "orm.jsonl.gz", orm)
         stats["orm"] = {k: v for k, v in pool_stats(orm).items() if not isinstance(v, dict)}
@@ -196,42 +199,47 @@ def job_base(out: Path, cfg: LabConfig, progress: bool, device: str = "auto") ->
     return {"path": str(folder), "pretrain_seconds": info.get("seconds"), "final_loss": info.get("final_loss")}
 
 
-def orm_data(cfg: LabConfig, budget: int) -> tuple[str, int]:
-    """The data file and solution count of the ORM beside a PRM on ``budget`` labels: ``orm_ratio`` x as many
-    uniform samples of the same problems (the pool is problem by problem, so a prefix keeps whole problems).
+def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
+           progress: bool, pools: tuple[str, ...] = (), device: str = "auto", select_dir: str = "") -> dict:
+    """Train reward model ``name`` (``prm``, ``orm`` or a paper arm: :mod:`prmkit.lab.arms`) on its data at
+    ``budget`` labels into ``out/model``, validated on the seed's shared validation split (never trained
+    on); score ``pools`` with it when asked (the lab run scores in its own stage, the budget study here)."""
+    import dataclasses
 
-    >>> orm_data(LabConfig(orm_ratio=10), 500), orm_data(LabConfig(), 500)
-    (('orm', 5000), ('train', 500))
-    """
-    return ("orm", budget * cfg.orm_ratio) if cfg.orm_ratio > 1 else ("train", budget)
-
-
-def job_rm(out: Path, kind: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-           progress: bool, pools: tuple[str, ...] = (), device: str = "auto") -> dict:
-    """Train one reward model on the first ``budget`` labelled solutions into ``out/model``; score ``pools``
-    with it when asked (the lab run scores in its own stage, the budget study here)."""
-    from prmkit.io import read_solutions, write_records
+    from prmkit.io import write_records
+    from prmkit.lab.arms import count_of, held_problems, kind_of, training_set, validation_set
     from prmkit.lab.rm import train_and_score
 
     init_worker()
-    name, count = orm_data(cfg, budget) if kind == "orm" else ("labelled", budget)
-    write_records(out / "train.jsonl.gz", list(read_solutions(Path(data_dir) / f"{name}.jsonl.gz"))[:count])
+    kind, held = kind_of(name), held_problems(data_dir, seed)
+    write_records(out / "train.jsonl.gz", training_set(name, count_of(name, budget, cfg), data_dir, select_dir, held))
+    write_records(out / "valid.jsonl.gz", validation_set(kind, budget, data_dir, held))
+    rm = dataclasses.replace(cfg.rm, eval_data=str(out / "valid.jsonl.gz"))
     targets = {p: str(Path(data_dir) / f"{p}.jsonl.gz") for p in pools}
-    info = train_and_score(out, kind, out / "train.jsonl.gz", cfg.rm, seed, base_dir, targets,
-                           score_name(kind, budget, cfg), progress, device)
+    info = train_and_score(out, kind, out / "train.jsonl.gz", rm, seed, base_dir, targets,
+                           score_name(name, budget, cfg), progress, device)
     return {**info, "budget": budget}
 
 
-def score_name(kind: str, budget: int, cfg: LabConfig) -> str:
-    """The score name of a reward model: ``prm`` / ``orm`` at the run's full label budget, else ``prmB`` / ``ormB``."""
-    return kind if budget == cfg.labelled else f"{kind}{budget}"
+def job_select(out: Path, cfg: LabConfig, seed: int, data_dir: str, selector: str, device: str = "auto") -> dict:
+    """The paper PRM's training set, chosen by the seed's equal-data PRM (:func:`prmkit.lab.arms.select_convincing`)."""
+    from prmkit.lab.arms import select_convincing
+
+    init_worker()
+    return select_convincing(out, cfg, seed, data_dir, selector, device)
 
 
-def solution_score_name(kind: str, budget: int, cfg: LabConfig) -> str:
+def score_name(name: str, budget: int, cfg: LabConfig) -> str:
+    """The score name of a reward model: ``prm`` / ``orm`` (or a paper arm's name) at the run's full label
+    budget, else ``prmB`` / ``ormB``."""
+    return name if budget == cfg.labelled else f"{name}{budget}"
+
+
+def solution_score_name(name: str, budget: int, cfg: LabConfig) -> str:
     """The solution score the lab ranks by: ``<name>_min`` for a PRM (:data:`prmkit.lab.study.core.AGGREGATION`),
     ``<name>`` for an ORM."""
-    name = score_name(kind, budget, cfg)
-    return f"{name}_min" if kind == "prm" else name
+    column = score_name(name, budget, cfg)
+    return f"{column}_min" if name.startswith("prm") else column
 
 
 def job_score(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_file: str, models: dict[str, str],
@@ -293,18 +301,30 @@ def budgets(cfg: LabConfig) -> list[int]:
     return sorted({*cfg.label_budgets, cfg.labelled})
 
 
-def rm_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str, inner: bool, device: str):
-    """The rm stage's jobs (every seed, budget and kind) and their folders by seed, then (kind, budget)."""
+def rm_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str, inner: bool, device: str,
+             names: list[tuple[str, int]], select: dict | None = None):
+    """Jobs training the reward models ``names`` (``(name, budget)``) of every seed, and their folders by seed,
+    then ``(name, budget)``; ``select``: the seed's selection folder, for the paper's PRM."""
     calls, dirs = [], {s: {} for s in sd}
     for s, seed_dir in sd.items():
-        for budget in budgets(cfg)[::-1]:
-            for kind in KINDS:
-                folder = seed_dir / f"rm-{kind}-{budget}"
-                dirs[s][(kind, budget)] = folder
-                key = key_of(data_key[s], bkey, cfg.rm, kind, budget, cfg.labelled, RM_VERSION, orm_data(cfg, budget))
-                calls.append((str(folder), key, job_rm, kind, budget, cfg, s, base_dir, str(seed_dir / "data"), inner,
-                              (), device))
+        for name, budget in names:
+            folder = seed_dir / f"rm-{name}-{budget}"
+            dirs[s][(name, budget)] = folder
+            chosen = str(select[s]) if select else ""
+            key = key_of(data_key[s], bkey, cfg.rm, name, budget, cfg.labelled, RM_VERSION,
+                         count_of(name, budget, cfg), done_key(chosen) if chosen else "")
+            calls.append((str(folder), key, job_rm, name, budget, cfg, s, base_dir, str(seed_dir / "data"), inner,
+                          (), device, chosen))
     return calls, dirs
+
+
+def rm_names(cfg: LabConfig) -> tuple[list, list]:
+    """The reward models of a run before the selection (the equal-data pair at every budget, the paper's ORM,
+    longest first so that two workers share the stage well) and after it (the paper's PRM)."""
+    equal = [(kind, budget) for budget in budgets(cfg)[::-1] for kind in KINDS]
+    if not cfg.paper_arms:
+        return equal, []
+    return [(PAPER["orm"], cfg.labelled), *equal], [(PAPER["prm"], cfg.labelled)]
 
 
 def score_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str, rm_dirs: dict, inner: bool,
@@ -314,7 +334,7 @@ def score_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: s
     for s, seed_dir in sd.items():
         for pool in POOLS:
             # the sweep's models score the held-out pool only: the sweep is about held-out problems
-            models = {score_name(k, b, cfg): str(d / "model") for (k, b), d in rm_dirs[s].items()
+            models = {score_name(name, b, cfg): str(d / "model") for (name, b), d in rm_dirs[s].items()
                       if pool == "eval" or b == cfg.labelled}
             keys = sorted(done_key(rm_dirs[s][kb]) for kb in rm_dirs[s] if score_name(*kb, cfg) in models)
             folder = seed_dir / f"score-{pool}"
@@ -347,14 +367,26 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
         bkey = base_key(cfg.base, cfg, device)
         policy = [] if cfg.policy == "rules" else [cfg.policy, bkey]  # the lm policy's pools are its base's
         data_key = {s: key_of(cfg.domain, cfg.ood, cfg.generator, cfg.labellers,
-                              [cfg.sizes(x) for x in ("eval", "train", "ood")], s, cfg.orm_ratio, *policy)
+                              [cfg.sizes(x) for x in ("eval", "train", "ood")], s,
+                              [cfg.paper_arms, cfg.orm_ratio] if cfg.paper_arms else [], *policy)
                     for s in seeds}
         runner.stage("data", [(str(sd[s] / "data"), data_key[s], job_data, cfg, s, device) for s in seeds])
         base_info = runner.stage("base", [(str(run_dir / "base"), bkey, job_base, cfg, progress, device)])[0]
         base_dir = base_info["path"]
         inner = progress and jobs == 1
-        rcalls, rdirs = rm_calls(cfg, sd, data_key, bkey, base_dir, inner, device)
+        first, after = rm_names(cfg)
+        rcalls, rdirs = rm_calls(cfg, sd, data_key, bkey, base_dir, inner, device, first)
         runner.stage("rm", rcalls)
+        if after:  # the paper's PRM: its set chosen by the seed's equal-data PRM, then labelled
+            select = {s: sd[s] / "select" for s in seeds}
+            runner.stage("select", [(str(select[s]), key_of(done_key(rdirs[s][("prm", cfg.labelled)]), WRONG_SHARE,
+                                                              cfg.train_samples, cfg.labellers, data_key[s]),
+                                     job_select, cfg, s, str(sd[s] / "data"),
+                                     str(rdirs[s][("prm", cfg.labelled)] / "model"), device) for s in seeds])
+            pcalls, pdirs = rm_calls(cfg, sd, data_key, bkey, base_dir, inner, device, after, select)
+            runner.stage("rm-paper", pcalls)
+            for s in seeds:
+                rdirs[s].update(pdirs[s])
         scalls, scored = score_calls(cfg, sd, data_key, bkey, base_dir, rdirs, inner, device)
         runner.stage("score", scalls)
         score_keys = {s: [done_key(Path(f).parent) for f in scored[s].values()] for s in seeds}

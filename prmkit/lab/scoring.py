@@ -28,12 +28,14 @@ from prmkit.lab.likelihood import LABEL_FREE
 
 PRM_AGGREGATIONS = ("min", "product", "last", "mean")
 VOTED = ("prm_min", "prm_product", "orm")
+"""Columns whose reward-weighted vote is estimated (Monte Carlo); the others get best-of-N only."""
 PER_PROBLEM = ("bon_acc[prm_min]", "bon_acc[orm]", "maj_acc", "pass", "step_limit", "valid_acc[prm_min]",
                "valid_acc[orm]")
 """Curves whose per-problem values each evaluation keeps, for gaps pooled over seeds then problems: the two
 arms and majority on answer accuracy and on valid-solution accuracy, and both ceilings."""
-"""Curves kept per problem in an evaluation, for the targets' intervals pooled over seeds."""
-"""Columns whose reward-weighted vote is estimated (Monte Carlo); the others get best-of-N only."""
+PAPER_COLUMNS = ("prm_paper_min", "orm_paper")
+"""The paper's data arms (:mod:`prmkit.lab.arms`), in a run that trains them: best-of-N (no votes) and the
+same per-problem curves as the equal-data pair."""
 
 
 def merge_scored(out: Path, base_file, scored_files: list) -> int:
@@ -86,7 +88,10 @@ def evaluate_scored(path, cfg, seed: int) -> dict:
     kw = {"ns": ns, "target_se": cfg.vote_target_se, "n_boot": cfg.bootstrap, "seed": seed}
     result = evaluate_pool(pool, list(VOTED), vote=True, per_problem=PER_PROBLEM, **kw)
     others = [f"prm_{h}" for h in PRM_AGGREGATIONS if f"prm_{h}" not in VOTED] + list(LABEL_FREE)
-    _merge(result, evaluate_pool(pool, others, vote=False, **kw))
+    paper = [c for c in PAPER_COLUMNS if c in pool.scores]
+    others += paper
+    kept = tuple(f"{curve}[{c}]" for c in paper for curve in ("bon_acc", "valid_acc"))
+    _merge(result, evaluate_pool(pool, others, vote=False, per_problem=kept, **kw))
     sweep = {}
     for budget in sorted(cfg.label_budgets):
         cols = [f"prm{budget}_min", f"prm{budget}_product", f"orm{budget}"]
@@ -94,6 +99,8 @@ def evaluate_scored(path, cfg, seed: int) -> dict:
             sweep[budget] = evaluate_pool(pool, cols, vote=False, **kw)["metrics"]
     result["sweep"] = {str(k): v for k, v in sweep.items()}
     result["steps"] = {"prm": step_auroc(path, "p_correct"), "likelihood": step_auroc(path, "base_logp_min")}
+    if "prm_paper_min" in paper:
+        result["steps"]["prm_paper"] = step_auroc(path, "prm_paper_p_correct")
     result["headline"] = headline(result)
     return result
 
@@ -106,8 +113,9 @@ def oracle_truth(solution) -> list[int]:
 
 
 def _merge(into: dict, other: dict) -> None:
-    for key in ("curves", "metrics"):
-        into[key].update({k: v for k, v in other[key].items() if k not in into[key]})
+    for key in ("curves", "metrics", "per_problem"):
+        if key in other:
+            into.setdefault(key, {}).update({k: v for k, v in other[key].items() if k not in into[key]})
     into["settings"]["columns"] = list(dict.fromkeys(into["settings"]["columns"] + other["settings"]["columns"]))
 
 
@@ -131,9 +139,15 @@ def headline(result: dict) -> dict:
         out[f"step_limit@{n}"] = m[f"step_limit@{n}"]["estimate"]
         for col in ("prm_min", "orm"):
             out[f"valid_{col}@{n}"] = m[f"valid_acc@{n}[{col}]"]["estimate"]
+        for col in PAPER_COLUMNS:
+            if f"bon_acc@{n}[{col}]" in m:
+                out[f"{col}@{n}"] = m[f"bon_acc@{n}[{col}]"]["estimate"]
+                out[f"valid_{col}@{n}"] = m[f"valid_acc@{n}[{col}]"]["estimate"]
     out["first_sample"] = m["first_acc"]["estimate"]
     out["prm_step_auroc"] = result["steps"]["prm"]["auroc"]
     out["likelihood_step_auroc"] = result["steps"]["likelihood"]["auroc"]
+    if "prm_paper" in result["steps"]:
+        out["prm_paper_step_auroc"] = result["steps"]["prm_paper"]["auroc"]
     out["N"] = top
     return out
 

@@ -62,15 +62,22 @@ def pooled_gaps(results: dict, n_boot: int = 1000, seed: int = 0) -> dict:
 FINDING_NS = (4, 16, 64)
 """The N at which the findings table reports every gap with the ceilings beside it (and the pool's largest N)."""
 VALID_PRM, VALID_ORM = "valid_acc[prm_min]", "valid_acc[orm]"
+ARMS = {"equal": {"answer": (PRM, ORM), "valid": (VALID_PRM, VALID_ORM)},
+        "paper": {"answer": ("bon_acc[prm_paper_min]", "bon_acc[orm_paper]"),
+                  "valid": ("valid_acc[prm_paper_min]", "valid_acc[orm_paper]")}}
+"""The per-problem curves of each comparison (:mod:`prmkit.lab.arms`): the equal-data pair, the paper's arms."""
+ARM_NAMES = {"equal": "equal data (both on the same 2,000 uniform solutions)",
+             "paper": "the paper's data arms (PRM: chosen convincing wrong answers; ORM: 10x uniform, graded)"}
 
 
-def has_gold(results: dict) -> bool:
-    """Whether every evaluation kept the per-problem second gold (valid-solution accuracy, the ceilings)."""
-    return all(all(c in r.get("per_problem", {}) for c in (VALID_PRM, VALID_ORM, "pass", "step_limit"))
-               for r in results.values())
+def has_gold(results: dict, arm: str = "equal") -> bool:
+    """Whether every evaluation kept the per-problem second gold (valid-solution accuracy, the ceilings)
+    for the comparison ``arm``."""
+    needed = (*ARMS[arm]["answer"], *ARMS[arm]["valid"], "pass", "step_limit")
+    return all(all(c in r.get("per_problem", {}) for c in needed) for r in results.values())
 
 
-def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0) -> list[dict]:
+def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0, arm: str = "equal") -> list[dict]:
     """Per N (4, 16, 64 and the largest): PRM - ORM on answer accuracy and on valid-solution accuracy, pooled
     over seeds then problems with 95% intervals, beside the ceilings (pass@N, the step-judge limit) and
     the two arms' own numbers, so a gap is read against how much room there was. Findings, not targets.
@@ -91,7 +98,7 @@ def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0) -> list[di
             return np.stack([_per_problem(r, curve, n) for r in results.values()])
 
         row = {"N": n}
-        for name, (prm, orm) in {"answer": (PRM, ORM), "valid": (VALID_PRM, VALID_ORM)}.items():
+        for name, (prm, orm) in ARMS[arm].items():
             ci = mean_ci(stacked(prm) - stacked(orm), n_boot=n_boot, seed=seed)
             row[name] = {**ci, "ci_covers_0": ci["ci95"][0] <= 0 <= ci["ci95"][1]}
             row[f"{name}_prm"], row[f"{name}_orm"] = float(stacked(prm).mean()), float(stacked(orm).mean())
@@ -148,5 +155,5 @@ def has_per_problem(results: dict) -> bool:
     return all(all(c in r.get("per_problem", {}) for c in (PRM, ORM, MAJORITY)) for r in results.values())
 
 
-__all__ = ["FINDING_NS", "POOL_NAMES", "SMALL_N", "SPREAD", "auroc_spread", "findings_rows", "has_gold",
+__all__ = ["ARMS", "ARM_NAMES", "FINDING_NS", "POOL_NAMES", "SMALL_N", "SPREAD", "auroc_spread", "findings_rows", "has_gold",
            "has_per_problem", "pooled_findings", "pooled_gaps", "pooled_rows"]

@@ -7,7 +7,9 @@ of luck (the lab measured step AUROC 0.90 and 0.98 from two seeds of one recipe)
 come from seeds ``seed, seed + 1000, ...``, each into ``OUT/restarts/r<i>/`` and each evaluated on the
 same held-out split of the *labelled* data (``eval_data``, or ``eval_fraction`` of the problems split
 with ``seed`` for every restart), and keeps the best by ``select_metric``: step AUROC against the
-held-out labels for a PRM, held-out loss for an ORM or an LM. Never anything the labels do not give
+held-out labels for a PRM, held-out loss for an ORM or an LM, among the runs that did not stall (the
+plateau check of :func:`prmkit.train.loop.plateau_check`: a held-out loss no better than the base
+rate's; a stalled run is kept only when every run stalled). Never anything the labels do not give
 (the lab's oracle is not consulted). The chosen run is moved to ``OUT``; ``OUT/restarts.json`` lists
 every restart's metrics and the choice. A rerun resumes: finished restarts are kept, an interrupted one
 resumes from its checkpoint.
@@ -32,10 +34,17 @@ SEED_STRIDE = 1000
 
 
 def pick(metrics: list[dict], metric: str) -> int:
-    """Index of the best run by ``metric`` (NaN or missing never wins; the first of equals)."""
+    """Index of the best run by ``metric`` (NaN or missing never wins; the first of equals). Runs that the
+    plateau check caught (they learned the base rate only) are rejected first, unless every run was.
+
+    >>> pick([{"step_auroc": 0.9, "plateau": True}, {"step_auroc": 0.8, "plateau": False}], "step_auroc")
+    1
+    """
     sign = 1.0 if HIGHER_IS_BETTER[metric] else -1.0
     scores = [sign * m.get(metric, math.nan) for m in metrics]
     valid = [i for i, s in enumerate(scores) if not math.isnan(s)]
+    if any(not metrics[i].get("plateau") for i in valid):
+        valid = [i for i in valid if not metrics[i].get("plateau")]
     if not valid:
         raise ValueError(f"no restart has a held-out {metric}: is the held-out split empty?")
     return max(valid, key=lambda i: (scores[i], -i))
@@ -78,7 +87,8 @@ def train_with_restarts(cfg, train_once) -> dict:
     state = PartialState()
     if state.is_main_process:  # under several processes, one moves the files while the others wait
         _promote(out / "restarts" / f"r{best}", out)
-        record = {"metric": metric, "chosen": best, "runs": runs, "chosen_metrics": runs[best], "recipe": recipe}
+        record = {"metric": metric, "chosen": best, "runs": runs, "chosen_metrics": runs[best], "recipe": recipe,
+                  "rejected": [i for i, r in enumerate(runs) if r.get("plateau")]}
         (out / "restarts.json").write_text(json.dumps(record, indent=2) + "\n")
     state.wait_for_everyone()
     return runs[best]

@@ -73,7 +73,7 @@ RUN_EPILOG = """\
 examples:
   prmkit lab run                                   (default preset, seed 0: ~10 min on 2 cores, into runs/lab-default)
   prmkit lab run --preset quick                    (small pools: a few minutes)
-  prmkit lab run --preset default --seeds report   (seeds 10,11,12: the published numbers in docs/lab.md)
+  prmkit lab run --preset default --seeds report   (seeds 10-14: the published numbers in docs/lab.md)
   prmkit lab run --preset default --seeds dev      (seeds 0,1,2: for trying a recipe; never publish from them)
   prmkit lab run --preset full --seeds 10          (adds the label-budget sweep 500 / 2,000 / 8,000)
   prmkit lab run --set rm.max_steps=400 --set rm.features= --out runs/no-features
@@ -89,7 +89,7 @@ an interrupted run resumes where it stopped (a reward model from its last checkp
 STUDY_EPILOG = """\
 examples:
   prmkit lab study budget                         (default preset, seeds 0,1,2, into runs/lab-default/study-budget)
-  prmkit lab study active --seeds report          (report seeds 10,11,12: docs/study-active.md)
+  prmkit lab study active --seeds report          (report seeds 10-14; its published run: 10,11,12)
   prmkit lab study active --preset quick --seeds 0  (the test suite's size: a few minutes)
   prmkit lab study synthetic --set synthetic.threshold=0.5
   prmkit lab study autolabel --seeds report --set autolabel.k=16
@@ -342,7 +342,7 @@ def _register_run(sub) -> None:
                         "eval_problems=100); repeatable")
     p.add_argument("--seeds", type=_seeds, default=[0], metavar="S,S,...|dev|report",
                    help="seeds to run (each its own data, labels and reward models; the base model is shared; dev = 0,1,2 for "
-                        "choosing recipes, report = 10,11,12 for published numbers, docs/lab.md \"Seeds\")")
+                        "choosing recipes, report = 10-14 for published numbers, docs/lab.md \"Seeds\")")
     p.add_argument("--out", default=None, metavar="RUN_DIR", help="run folder (default: runs/lab-<preset>)")
     _add_worker_flags(p)
     p.add_argument("--fresh", action="store_true",
@@ -366,7 +366,7 @@ def _register_study(sub) -> None:
                         "active.candidates=16, synthetic.threshold=0.5); repeatable")
     p.add_argument("--seeds", type=_seeds, default=[0, 1, 2], metavar="S,S,...|dev|report",
                    help="seeds to run (each its own data, labels and reward models; CIs are over seeds and problems; dev = 0,1,2 for "
-                        "choosing recipes, report = 10,11,12 for published numbers, docs/lab.md \"Seeds\")")
+                        "choosing recipes, report = 10-14 for published numbers, docs/lab.md \"Seeds\")")
     p.add_argument("--out", default=None, metavar="RUN_DIR",
                    help="run folder; the study writes RUN_DIR/study-<name>/ (default: runs/lab-<preset>)")
     _add_worker_flags(p)

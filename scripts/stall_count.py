@@ -10,8 +10,13 @@ job, cached under ``--work``) with training seed ``i`` and ``restarts=1``: the r
 (``--preset``, with ``--set`` overrides, the same keys as ``prmkit lab run --set``), trained by
 ``prmkit.train`` in ``--workers`` processes. Only development seeds: the recipe is chosen here.
 
-    .venv/bin/python scripts/stall_count.py --runs 20 --label before --out docs/results/stalls.json
-    .venv/bin/python scripts/stall_count.py --runs 20 --label after --set rm.lr=5e-4 --out docs/results/stalls.json
+    # the recipe before the fix (evaluated every 50 steps for its held-out metrics; no effect on training)
+    .venv/bin/python scripts/stall_count.py --runs 20 --label before --set rm.eval_every=50 --set rm.max_steps=300 \
+        --set rm.lr=2e-3 --set rm.new_lr=1e-2 --set rm.early_stop_patience=0 --out docs/results/stalls.json
+    # the recipe as committed
+    .venv/bin/python scripts/stall_count.py --runs 20 --label after --out docs/results/stalls.json
+    # the screen of candidate fixes (docs/lab.md, "Why single runs stall")
+    .venv/bin/python scripts/stall_count.py --runs 4 --label C1 --set ... --out docs/results/stall-screen.json
 
 ``--out`` keeps one entry per ``--label`` (a rerun of a label replaces it), so before and after sit in one file.
 """

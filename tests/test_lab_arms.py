@@ -46,7 +46,7 @@ def problems(path) -> set[str]:
 
 def test_the_paper_arms_come_after_the_equal_pair_and_only_when_asked():
     first, after = rm_names(preset("quick").replace({"paper_arms": True}))
-    assert first[0] == (PAPER["orm"], 2000) and ("prm", 2000) in first and after == [(PAPER["prm"], 2000)]
+    assert first == [("prm", 2000), ("orm", 2000)] and after == [(PAPER["orm"], 2000), (PAPER["prm"], 2000)]
     assert rm_names(preset("quick"))[1] == []
     assert {kind_of(n) for n, _ in first + after} == {"prm", "orm"}
 
@@ -74,7 +74,7 @@ def test_the_paper_prm_trains_on_labelled_convincing_wrong_answers(tiny_run):
     assert len(chosen) == cfg.train_samples * 18  # per problem, the 18 not held out
     assert all(s.labeller and all(r is not None for r in s.ratings) for s in chosen)  # rated by the labellers
     assert not any(k.startswith("selector") for s in chosen for k in s.scores)  # the selector's scores dropped
-    done = json.loads((seed_dir / "select" / "done.json").read_text())
+    done = json.loads((seed_dir / f"rm-{PAPER['prm']}-{cfg.labelled}" / "select" / "selection.json").read_text())
     # the selector keeps the 80% quota of wrong answers wherever the candidates hold enough of them
     assert done["wrong_share"] >= min(WRONG_SHARE, done["candidates_wrong_share"]) - 0.05
     uniform = set(ids(seed_dir / "data" / "train.jsonl.gz"))

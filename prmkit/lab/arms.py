@@ -53,7 +53,7 @@ def _key(solution) -> str:
     return solution.problem.id or solution.problem.problem
 
 
-def training_set(name: str, count: int, data_dir: str | Path, select_dir: str | Path | None, held: set[str]) -> list:
+def training_set(name: str, count: int, data_dir: str | Path, select_dir: str | Path, held: set[str]) -> list:
     """The first ``count`` solutions of arm ``name``'s data, less the validation problems."""
     from prmkit.io import read_solutions
 

@@ -75,16 +75,19 @@ class BaseConfig:
 def lab_rm(**overrides) -> TrainConfig:
     """The lab's reward-model recipe (``LabConfig.rm``, a ``prmkit train`` config): the base with a
     ``classify`` head and the base's per-token surprise through the feature adapter; its new parts learn
-    at ``new_lr``. Three restarts, the best kept on a held-out tenth of the labelled problems
-    (:mod:`prmkit.train.restarts`): one seed of this recipe reached step AUROC 0.90, another 0.98.
-    Training to convergence instead of 300 steps (``early_stop_patience``, ``max_steps`` as a cap:
-    :mod:`prmkit.train.early_stop`) is a setting, not yet the default (``docs/lab.md``, "The paper's ORM
-    arm": no run of it has a committed summary yet).
+    at ``new_lr``. One protocol for every arm (``docs/lab.md``, "Why single runs stall"): trained to
+    convergence, early stopping on the seed's validation split (an evaluation every 25 steps, stop after 4
+    without a better one, never before step 200, 600 steps at most), the best evaluation kept; three
+    restarts, stalled ones rejected, the best kept on the same split (:mod:`prmkit.train.restarts`).
+    The learning rates (5e-4 for the base's weights, 3e-3 for the new parts) are candidate C3, chosen by
+    the rule written before the screen (``docs/results/stall-screen.json``); the recipe before it (300
+    steps at 2e-3 / 1e-2) stalled in 11 of 20 single ORM runs (``docs/results/stalls.json``).
     Data and output are set per job (:func:`prmkit.lab.rm.job_config`)."""
     fmt = lab_format()
-    recipe = TrainConfig(base_model=RM_BASE, features=f"surprise:{RM_BASE}", head="classify", max_steps=300,
-                         batch_size=32, lr=2e-3, new_lr=1e-2, warmup_steps=20, weight_decay=0.01, scheduler="linear",
-                         restarts=3, eval_fraction=0.1, eval_every=0, save_every=100, log_every=10, tensorboard=False,
+    recipe = TrainConfig(base_model=RM_BASE, features=f"surprise:{RM_BASE}", head="classify", max_steps=600,
+                         batch_size=32, lr=5e-4, new_lr=3e-3, warmup_steps=20, weight_decay=0.01, scheduler="linear",
+                         restarts=3, eval_fraction=0.1, eval_every=25, early_stop_patience=4, early_stop_min_steps=200,
+                         save_every=100, log_every=10, tensorboard=False,
                          separator=fmt.separator, marker=fmt.marker, problem_suffix=fmt.problem_suffix,
                          max_length=fmt.max_length)
     return dataclasses.replace(recipe, **overrides)

@@ -200,33 +200,40 @@ def job_base(out: Path, cfg: LabConfig, progress: bool, device: str = "auto") ->
 
 
 def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-           progress: bool, pools: tuple[str, ...] = (), device: str = "auto", select_dir: str = "") -> dict:
+           progress: bool, pools: tuple[str, ...] = (), device: str = "auto", selector: str = "") -> dict:
     """Train reward model ``name`` (``prm``, ``orm`` or a paper arm: :mod:`prmkit.lab.arms`) on its data at
     ``budget`` labels into ``out/model``, validated on the seed's shared validation split (never trained
-    on); score ``pools`` with it when asked (the lab run scores in its own stage, the budget study here)."""
+    on); score ``pools`` with it when asked (the lab run scores in its own stage, the budget study here).
+    The paper's PRM first has its set chosen by ``selector`` (a model folder) and labelled, in ``out/select``."""
     import dataclasses
 
     from prmkit.io import write_records
-    from prmkit.lab.arms import count_of, held_problems, kind_of, training_set, validation_set
+    from prmkit.lab.arms import count_of, held_problems, kind_of, select_convincing, training_set, validation_set
     from prmkit.lab.rm import train_and_score
 
     init_worker()
-    kind, held = kind_of(name), held_problems(data_dir, seed)
-    write_records(out / "train.jsonl.gz", training_set(name, count_of(name, budget, cfg), data_dir, select_dir, held))
-    write_records(out / "valid.jsonl.gz", validation_set(kind, budget, data_dir, held))
-    rm = dataclasses.replace(cfg.rm, eval_data=str(out / "valid.jsonl.gz"))
+    kind, rm, chosen = kind_of(name), cfg.rm, {}
+    if name == PAPER["prm"]:
+        (out / "select").mkdir(exist_ok=True)
+        chosen = select_convincing(out / "select", cfg, seed, data_dir, selector, device)
+        (out / "select" / "selection.json").write_text(json.dumps(chosen, indent=2) + "\n")
+    # a recipe that reads held-out labels gets the seed's shared validation split; one that does not (the
+    # studies': their design counts every label) trains on all
+    held = held_problems(data_dir, seed) if uses_validation(rm) else set()
+    write_records(out / "train.jsonl.gz", training_set(name, count_of(name, budget, cfg), data_dir, out / "select", held))
+    if held:
+        write_records(out / "valid.jsonl.gz", validation_set(kind, budget, data_dir, held))
+        rm = dataclasses.replace(rm, eval_data=str(out / "valid.jsonl.gz"))
     targets = {p: str(Path(data_dir) / f"{p}.jsonl.gz") for p in pools}
     info = train_and_score(out, kind, out / "train.jsonl.gz", rm, seed, base_dir, targets,
                            score_name(name, budget, cfg), progress, device)
-    return {**info, "budget": budget}
+    return {**info, "budget": budget, **({"selection": chosen} if chosen else {})}
 
 
-def job_select(out: Path, cfg: LabConfig, seed: int, data_dir: str, selector: str, device: str = "auto") -> dict:
-    """The paper PRM's training set, chosen by the seed's equal-data PRM (:func:`prmkit.lab.arms.select_convincing`)."""
-    from prmkit.lab.arms import select_convincing
-
-    init_worker()
-    return select_convincing(out, cfg, seed, data_dir, selector, device)
+def uses_validation(rm) -> bool:
+    """Whether a reward-model recipe reads held-out labels: to choose among restarts, to stop early, or to
+    be evaluated during training (``eval_every``)."""
+    return rm.restarts > 1 or rm.early_stop_patience > 0 or rm.eval_every > 0
 
 
 def score_name(name: str, budget: int, cfg: LabConfig) -> str:
@@ -302,29 +309,29 @@ def budgets(cfg: LabConfig) -> list[int]:
 
 
 def rm_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str, inner: bool, device: str,
-             names: list[tuple[str, int]], select: dict | None = None):
+             names: list[tuple[str, int]], selector: dict | None = None):
     """Jobs training the reward models ``names`` (``(name, budget)``) of every seed, and their folders by seed,
-    then ``(name, budget)``; ``select``: the seed's selection folder, for the paper's PRM."""
+    then ``(name, budget)``; ``selector``: the seed's selector model folder, for the paper's PRM."""
     calls, dirs = [], {s: {} for s in sd}
     for s, seed_dir in sd.items():
         for name, budget in names:
             folder = seed_dir / f"rm-{name}-{budget}"
             dirs[s][(name, budget)] = folder
-            chosen = str(select[s]) if select else ""
-            key = key_of(data_key[s], bkey, cfg.rm, name, budget, cfg.labelled, RM_VERSION,
-                         count_of(name, budget, cfg), done_key(chosen) if chosen else "")
+            chooser = str(selector[s]) if selector and name == PAPER["prm"] else ""
+            key = key_of(data_key[s], bkey, cfg.rm, name, budget, cfg.labelled, RM_VERSION, count_of(name, budget, cfg),
+                         [done_key(Path(chooser).parent), WRONG_SHARE, cfg.labellers] if chooser else [])
             calls.append((str(folder), key, job_rm, name, budget, cfg, s, base_dir, str(seed_dir / "data"), inner,
-                          (), device, chosen))
+                          (), device, chooser))
     return calls, dirs
 
 
 def rm_names(cfg: LabConfig) -> tuple[list, list]:
-    """The reward models of a run before the selection (the equal-data pair at every budget, the paper's ORM,
-    longest first so that two workers share the stage well) and after it (the paper's PRM)."""
+    """The reward models of a run: the equal-data pair at every budget, then (a stage of their own: the paper's
+    PRM is chosen by the equal-data PRM) the paper's arms, the longer ORM first so that two workers share it."""
     equal = [(kind, budget) for budget in budgets(cfg)[::-1] for kind in KINDS]
     if not cfg.paper_arms:
         return equal, []
-    return [(PAPER["orm"], cfg.labelled), *equal], [(PAPER["prm"], cfg.labelled)]
+    return equal, [(PAPER["orm"], cfg.labelled), (PAPER["prm"], cfg.labelled)]
 
 
 def score_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str, rm_dirs: dict, inner: bool,
@@ -377,13 +384,9 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
         first, after = rm_names(cfg)
         rcalls, rdirs = rm_calls(cfg, sd, data_key, bkey, base_dir, inner, device, first)
         runner.stage("rm", rcalls)
-        if after:  # the paper's PRM: its set chosen by the seed's equal-data PRM, then labelled
-            select = {s: sd[s] / "select" for s in seeds}
-            runner.stage("select", [(str(select[s]), key_of(done_key(rdirs[s][("prm", cfg.labelled)]), WRONG_SHARE,
-                                                              cfg.train_samples, cfg.labellers, data_key[s]),
-                                     job_select, cfg, s, str(sd[s] / "data"),
-                                     str(rdirs[s][("prm", cfg.labelled)] / "model"), device) for s in seeds])
-            pcalls, pdirs = rm_calls(cfg, sd, data_key, bkey, base_dir, inner, device, after, select)
+        if after:  # the paper's arms: its PRM's set is chosen by the seed's equal-data PRM
+            selector = {s: rdirs[s][("prm", cfg.labelled)] / "model" for s in seeds}
+            pcalls, pdirs = rm_calls(cfg, sd, data_key, bkey, base_dir, inner, device, after, selector)
             runner.stage("rm-paper", pcalls)
             for s in seeds:
                 rdirs[s].update(pdirs[s])

@@ -48,7 +48,8 @@ def with_restarts(cfg, steps: int, restarts: int):
     the best kept on a held-out tenth of their own labels (:mod:`prmkit.train.restarts`): a study's guard
     against a run stalled at the class prior, chosen without the oracle."""
     cfg = with_rm_steps(cfg, steps)
-    return cfg.replace({"rm.restarts": restarts, "rm.eval_fraction": 0.1 if restarts > 1 else 0.0})
+    held_out = restarts > 1 or cfg.rm.early_stop_patience > 0  # early stopping watches the held-out split too
+    return cfg.replace({"rm.restarts": restarts, "rm.eval_fraction": 0.1 if held_out else 0.0})
 
 
 def if_changed(value, default) -> tuple:

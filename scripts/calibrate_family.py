@@ -89,6 +89,7 @@ def main(argv=None) -> int:
                         help="1: the grid fixed with the rule; 2: the second, fixed after the first met it nowhere")
     args = parser.parse_args(argv)
     start, measured, chosen = time.perf_counter(), [], None
+    record = run_record()  # the code as it starts
     candidates = GRIDS[args.grid]
     for i, overrides in enumerate(tqdm(candidates, desc="candidates", file=sys.stderr)):
         stats = measure(overrides, problems=args.problems)
@@ -103,7 +104,7 @@ def main(argv=None) -> int:
         summary = {"grid": args.grid, "rule": {k: list(v) for k, v in RULE.items()}, "dev_seeds": list(DEV_SEEDS),
                    "problems_per_seed": args.problems, "samples": 64, "chosen": chosen, "candidates": measured,
                    "command": " ".join(["scripts/calibrate_family.py", *(argv or sys.argv[1:])]),
-                   "seconds": round(time.perf_counter() - start, 1), **run_record()}
+                   "seconds": round(time.perf_counter() - start, 1), **record}
         with open(args.out, "w") as f:
             json.dump(summary, f, indent=1)
             f.write("\n")

@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     cfg = preset(args.preset).replace(parse_sets(args.set))
     work = Path(args.work)
-    start = time.perf_counter()
+    start, source = time.perf_counter(), run_record()  # the code as it starts: a later commit is not its source
     base_dir, data = prepare(cfg, work)
     jobs = [(kind, i) for i in range(args.runs) for kind in args.kinds.split(",")]
     import multiprocessing
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
         record = json.loads(path.read_text()) if path.is_file() else {}
         record[args.label] = {"preset": args.preset, "overrides": args.set, "runs": runs, "summary": summary,
                               "command": " ".join(["scripts/stall_count.py", *(argv if argv is not None else sys.argv[1:])]),
-                              "seconds": round(time.perf_counter() - start, 1), **run_record()}
+                              "seconds": round(time.perf_counter() - start, 1), **source}
         path.write_text(json.dumps(record, indent=1) + "\n")
     return 0
 

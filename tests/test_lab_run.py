@@ -10,11 +10,11 @@ model's own likelihood, no stalled PRM), never a research outcome.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest

@@ -21,8 +21,17 @@ from prmkit.evaluate.html import bon_section, figure, page, table
 from prmkit.evaluate.plots import plot_bon
 from prmkit.io import atomic_output
 from prmkit.lab.scoring import sweep_rows
-from prmkit.lab.targets import (ARM_NAMES, ARMS, auroc_spread, findings_rows, has_gold, has_per_problem, pooled_findings, pooled_gaps,
-                                pooled_rows)
+from prmkit.lab.targets import (
+    ARM_NAMES,
+    ARMS,
+    auroc_spread,
+    findings_rows,
+    has_gold,
+    has_per_problem,
+    pooled_findings,
+    pooled_gaps,
+    pooled_rows,
+)
 
 PLOTTED = ("pass", "maj_acc", "bon_acc[prm_min]", "bon_acc[prm_product]", "bon_acc[orm]",
            "bon_acc[likelihood_mean]", "bon_acc[likelihood_min]", "weighted_acc[prm_min]")

@@ -208,7 +208,14 @@ def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_di
     import dataclasses
 
     from prmkit.io import write_records
-    from prmkit.lab.arms import count_of, held_problems, kind_of, select_convincing, training_set, validation_set
+    from prmkit.lab.arms import (
+        count_of,
+        held_problems,
+        kind_of,
+        select_convincing,
+        training_set,
+        validation_set,
+    )
     from prmkit.lab.rm import train_and_score
 
     init_worker()
@@ -361,6 +368,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
 
     if uses_cuda(device):  # one GPU: its jobs run one at a time in this process
         jobs = 1
+    record = run_record()  # the code as it starts: a commit made while it runs is not its source
     init_worker()  # this process runs the single-job stages (the base model's pretraining among them)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -404,7 +412,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     summary = write_lab_report(run_dir, cfg, seeds, runner.timings, command)
     runner.timings["report"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary["timings"] = runner.timings
-    summary.update(run_record())
+    summary.update(record)
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     log(f"report: {run_dir / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")

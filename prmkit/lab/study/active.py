@@ -248,6 +248,7 @@ def job_model(out: Path, cfg, seed: int, base_dir: str, data_dir: str, plan: lis
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
               log=print, device: str = "auto") -> dict:
     """Run the active-learning study for ``seeds`` into ``RUN_DIR/study-active/``; return its summary."""
+    record = run_record()  # the code as it starts: a commit made while it runs is not its source
     from prmkit.lab.base import base_key
 
     init_worker()
@@ -285,7 +286,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         runner.close()
     summary = summarise(cfg, seeds, out)
     summary["timings"] = runner.timings
-    summary.update(run_record())
+    summary.update(record)
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     write_outputs(out, cfg, seeds, summary, command)
     write_json(out / "summary.json", summary)

@@ -184,6 +184,7 @@ def study_rm(cfg):
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
               log=print, device: str = "auto") -> dict:
     """Run the automatic-labels study for ``seeds`` into ``RUN_DIR/study-autolabel/``; return its summary."""
+    record = run_record()  # the code as it starts: a commit made while it runs is not its source
     from prmkit.lab.base import base_key
 
     ac = cfg.autolabel
@@ -220,7 +221,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
     finally:
         runner.close()
     summary = summarise(cfg, seeds, root)
-    summary.update(timings=runner.timings, **run_record(), command=command,
+    summary.update(timings=runner.timings, **record, command=command,
                    total_wall_seconds=round(time.perf_counter() - start, 1))
     from prmkit.lab.study.autolabel_pages import write_outputs
 

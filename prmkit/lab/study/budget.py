@@ -185,6 +185,7 @@ def seed_accuracy(cfg: LabConfig, seed_dir: Path, seed: int) -> dict[str, np.nda
 def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
               log=print, device: str = "auto") -> dict:
     """Run the label-budget study for ``seeds`` into ``RUN_DIR/study-budget``; return its summary."""
+    record = run_record()  # the code as it starts: a commit made while it runs is not its source
     from prmkit.lab.base import base_key
     from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, job_rm, key_of
 
@@ -224,7 +225,7 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
     runner.timings["evaluate"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary["job_seconds"] = _job_seconds(sd)
     summary["timings"] = runner.timings
-    summary.update(run_record())
+    summary.update(record)
     write_pages(out, cfg, summary)
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     write_json(out / "summary.json", summary)

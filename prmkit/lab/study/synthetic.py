@@ -269,6 +269,7 @@ def study_configs(cfg):
 def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
               log=print, device: str = "auto") -> dict:
     """Run the synthetic-supervision study for ``seeds`` into ``RUN_DIR/study-synthetic/``; return the summary."""
+    record = run_record()  # the code as it starts: a commit made while it runs is not its source
     sc = cfg.synthetic
     if cfg.policy != "rules":
         raise ValueError("the synthetic study samples its pools with the rule-based generator: run it with "
@@ -317,7 +318,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         runner.close()
     summary = summarise(cfg, seeds, root)
     summary["timings"] = runner.timings
-    summary.update(run_record())
+    summary.update(record)
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     summary["command"] = command
     write_outputs(root, cfg, summary, command)

@@ -217,11 +217,12 @@ def stalls_table(record: dict) -> str:
     for label, entry in record.items():
         for kind, c in entry["summary"].items():
             secs = [r["seconds"] for r in entry["runs"] if r["kind"] == kind]
+            source = (entry.get("source") or {}).get("commit", "")[:7]
             rows.append([label, kind.upper(), f"{c['stalled']} of {c['runs']}", f"{c['median_step_auroc']:.3f}",
                          f"{c['worst_step_auroc']:.3f}", f"{sum(secs) / len(secs):.0f}",
-                         " ".join(entry["overrides"]) or "(the recipe as committed)"])
+                         " ".join(entry["overrides"]) or "none", source])
     return markdown(["recipe", "arm", "stalled", "median held-out step AUROC", "worst", "seconds a run",
-                     "settings (--set)"], rows)
+                     "--set over that commit's recipe", "commit"], rows)
 
 
 TABLES = {

@@ -89,5 +89,8 @@ def test_the_report_has_both_comparisons_with_their_ceilings(tiny_run):
     assert {"answer", "valid", "pass", "step_limit"} <= set(row)
     head = summary["results"]["0"]["eval"]
     assert {"prm_paper_min@4", "orm_paper@4", "valid_prm_paper_min@4", "prm_paper_step_auroc"} <= set(head)
+    models = summary["models"]["0"]
+    assert set(models) == {f"rm-{n}-40" for n in ("prm", "orm", "prm_paper", "orm_paper")}
+    assert models["rm-prm_paper-40"]["selection"]["selected"] == 36 and "eval_loss" in models["rm-orm-40"]
     assert "the paper&#39;s data arms" in (seed_dir.parent / "report.html").read_text() or \
         "the paper's data arms" in (seed_dir.parent / "report.html").read_text()

@@ -358,6 +358,29 @@ def score_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: s
     return calls, scored
 
 
+MODEL_METRICS = ("step_auroc", "eval_loss", "eval_prior_loss", "plateau", "best_step", "last_step", "stopped_early")
+"""What a summary keeps of each reward model's chosen run (its validation metrics and where it stopped)."""
+
+
+def model_records(seed_dir: Path) -> dict:
+    """Every reward model of a seed: its chosen run's validation metrics, how many restarts stalled, training
+    time, and (the paper's PRM) the make-up of its selected set; from the job folders' ``done.json`` and
+    ``restarts.json``."""
+    out = {}
+    for folder in sorted(Path(seed_dir).glob("rm-*")):
+        done = json.loads((folder / "done.json").read_text())
+        metrics = done.get("metrics", {})
+        entry = {k: metrics[k] for k in MODEL_METRICS if k in metrics}
+        restarts = folder / "model" / "restarts.json"
+        if restarts.is_file():
+            record = json.loads(restarts.read_text())
+            entry.update(chosen=record["chosen"], restarts=len(record["runs"]), rejected=record.get("rejected", []))
+        entry.update(train_seconds=done.get("train_seconds"), **({"selection": done["selection"]}
+                                                                 if "selection" in done else {}))
+        out[folder.name] = entry
+    return out
+
+
 def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: int = 2, progress: bool = True,
             command: str = "", log=print, device: str = "auto") -> dict:
     """Run every stage for every seed into ``run_dir``; return the summary (also ``summary.json``).
@@ -412,6 +435,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     summary = write_lab_report(run_dir, cfg, seeds, runner.timings, command)
     runner.timings["report"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary["timings"] = runner.timings
+    summary["models"] = {str(s): model_records(run_dir / f"seed-{s}") for s in seeds}
     summary.update(record)
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -1,7 +1,7 @@
 """How often does a single reward-model run of the lab's recipe stall? Count it over many runs, per arm.
 
 A *stall*: the run ends with a held-out loss no better than predicting the training base rate (the
-product's own plateau check, :func:`prmkit.train.loop.plateau_check`): it learned the base rate only.
+product's own plateau check, :func:`prmkit.train.plateau.plateau_check`): it learned the base rate only.
 Beside it the script records every run's held-out metrics (step AUROC against the held-out labels, the
 held-out loss and the base rate's).
 

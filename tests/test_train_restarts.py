@@ -13,7 +13,8 @@ from prmkit.io import write_records
 from prmkit.model.toydata import make_solutions
 from prmkit.train.config import TrainConfig
 from prmkit.train.data import Example
-from prmkit.train.loop import class_prior_entropy, plateau_check, prior_loss, train
+from prmkit.train.loop import train
+from prmkit.train.plateau import class_prior_entropy, plateau_check, prior_loss
 from prmkit.train.restarts import pick, train_with_restarts
 
 torch.set_num_threads(1)

@@ -8,7 +8,7 @@ come from seeds ``seed, seed + 1000, ...``, each into ``OUT/restarts/r<i>/`` and
 same held-out split of the *labelled* data (``eval_data``, or ``eval_fraction`` of the problems split
 with ``seed`` for every restart), and keeps the best by ``select_metric``: step AUROC against the
 held-out labels for a PRM, held-out loss for an ORM or an LM, among the runs that did not stall (the
-plateau check of :func:`prmkit.train.loop.plateau_check`: a held-out loss no better than the base
+plateau check of :func:`prmkit.train.plateau.plateau_check`: a held-out loss no better than the base
 rate's; a stalled run is kept only when every run stalled). Never anything the labels do not give
 (the lab's oracle is not consulted). The chosen run is moved to ``OUT``; ``OUT/restarts.json`` lists
 every restart's metrics and the choice. A rerun resumes: finished restarts are kept, an interrupted one

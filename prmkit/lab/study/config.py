@@ -361,8 +361,10 @@ def study_preset(study: str, name: str = "default") -> LabConfig:
     # a study's models train once on all their labels, as its design counts them (a held-out split of a
     # 40-label budget would change the budget): restarts and early stopping are the lab run's guards, not
     # yet the studies'; and its ORM has the PRM's data (the equal-label comparison)
+    # the studies keep the learning rates they were designed and published with (the lab run's protocol,
+    # 5e-4 / 3e-3 with early stopping, is not yet theirs: docs/lab.md, "Why single runs stall")
     rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0, eval_every=0, early_stop_patience=0,
-                             max_steps=STUDY_RM_STEPS)
+                             early_stop_min_steps=0, max_steps=STUDY_RM_STEPS, lr=2e-3, new_lr=1e-2)
     fields = {f.name: getattr(lab, f.name) for f in dataclasses.fields(LabConfig)}
     if study == "pressure":  # the policy it optimises is the base model, so its pools are the base's samples
         fields["policy"] = "lm"

@@ -13,4 +13,4 @@ elif [ "${CI:-}" = true ]; then
 else
   echo "test: services unavailable; PostgreSQL and browser tests will be skipped" >&2
 fi
-exec .venv/bin/python -m pytest -n 2 "$@" tests prmkit
+exec .venv/bin/python -m pytest -n 2 --durations=30 "$@" tests prmkit

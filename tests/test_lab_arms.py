@@ -12,9 +12,10 @@ import os
 import pytest
 
 from prmkit.io import read_solutions
-from prmkit.lab.arms import PAPER, WRONG_SHARE, held_problems, kind_of
+from prmkit.lab.arms import MAX_PASSES, PAPER, WRONG_SHARE, count_of, held_problems, kind_of, recipe_for
 from prmkit.lab.config import preset
 from prmkit.lab.run import rm_names, run_lab
+from prmkit.lab.study.config import study_preset
 
 TINY = {"eval_problems": 4, "eval_samples": 4, "ood_problems": 2, "ood_samples": 4, "train_problems": 20,
         "train_samples": 2, "pretrain_problems": 8, "ood_pretrain_problems": 2, "base.hidden_size": 32,
@@ -49,6 +50,18 @@ def test_the_paper_arms_come_after_the_equal_pair_and_only_when_asked():
     assert first == [("prm", 2000), ("orm", 2000)] and after == [(PAPER["orm"], 2000), (PAPER["prm"], 2000)]
     assert rm_names(preset("quick"))[1] == []
     assert {kind_of(n) for n, _ in first + after} == {"prm", "orm"}
+
+
+def test_the_step_cap_grows_with_the_arms_data_and_only_with_early_stopping():
+    cfg = preset("default")
+    rm = cfg.rm
+    assert recipe_for(rm, count_of("prm", cfg.labelled, cfg)) is rm  # a pass is far below the cap
+    big = recipe_for(rm, count_of(PAPER["orm"], cfg.labelled, cfg))
+    per_pass = -(-cfg.labelled * cfg.orm_ratio // rm.batch_size)
+    assert (big.max_steps, big.early_stop_min_steps) == (MAX_PASSES * per_pass, per_pass) > (rm.max_steps, 0)
+    assert {k for k in rm.to_dict() if rm.to_dict()[k] != big.to_dict()[k]} == {"max_steps", "early_stop_min_steps"}
+    study = study_preset("budget").rm
+    assert study.early_stop_patience == 0 and recipe_for(study, 10**6) is study
 
 
 @pytest.mark.slow

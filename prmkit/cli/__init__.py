@@ -114,6 +114,17 @@ def main(argv: list[str] | None = None) -> int:
         except (ValueError, OSError) as e:  # expected user-facing failures: bad input, missing files
             print(f"prmkit: error: {error_message(e)}", file=sys.stderr)
             return USER_ERROR
+        finally:
+            close_process_group()
+
+
+def close_process_group() -> None:
+    """Ends the torch.distributed group a command joined (under torchrun). Left to interpreter teardown,
+    gloo's worker threads still hold tensors and the process can abort with "terminate called without an
+    active exception" (pytorch/pytorch#190489), which fails a run that finished its work."""
+    dist = sys.modules.get("torch.distributed")
+    if dist is not None and dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()
 
 
 def quiet_progress_bars() -> None:

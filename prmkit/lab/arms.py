@@ -22,6 +22,8 @@ data arms, and the one validation split that every arm of a seed shares.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from pathlib import Path
 
 PAPER = {"prm": "prm_paper", "orm": "orm_paper"}
@@ -78,6 +80,26 @@ def validation_set(kind: str, budget: int, data_dir: str | Path, held: set[str])
 def count_of(name: str, budget: int, cfg) -> int:
     """Solutions read for arm ``name`` at ``budget`` labels: ``orm_ratio`` x as many for the paper's ORM."""
     return budget * cfg.orm_ratio if name == PAPER["orm"] else budget
+
+
+MAX_PASSES = 2
+"""The most passes over its training set a reward model of the lab run may take (the step cap rises to it)."""
+
+
+def recipe_for(rm, count: int):
+    """The recipe arm data of ``count`` solutions trains by: ``rm``, its step cap raised to :data:`MAX_PASSES`
+    passes over the data and its early-stopping floor to one pass, where those are more. Steps are counted
+    in batches, so one cap cannot mean "to convergence" for 2,000 solutions and for 20,000: at 600 steps the
+    10x ORM saw its data about once and was still improving (development seed 0, ``docs/lab.md``). Arms of
+    the run's label budget are unchanged (a pass is 63 steps); a recipe without early stopping (the studies') is
+    never changed."""
+    if rm.early_stop_patience <= 0:
+        return rm
+    per_pass = math.ceil(count / (rm.batch_size * rm.grad_accum))
+    if MAX_PASSES * per_pass <= rm.max_steps and per_pass <= rm.early_stop_min_steps:
+        return rm
+    return dataclasses.replace(rm, max_steps=max(rm.max_steps, MAX_PASSES * per_pass),
+                               early_stop_min_steps=max(rm.early_stop_min_steps, per_pass))
 
 
 def select_convincing(out: Path, cfg, seed: int, data_dir: str, selector: str, device: str = "auto") -> dict:

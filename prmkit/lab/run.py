@@ -43,7 +43,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prmkit.lab.arms import PAPER, WRONG_SHARE, count_of
+from prmkit.lab.arms import PAPER, WRONG_SHARE, count_of, recipe_for
 from prmkit.lab.config import LabConfig
 from prmkit.lab.stack import run_record
 
@@ -219,7 +219,7 @@ def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_di
     from prmkit.lab.rm import train_and_score
 
     init_worker()
-    kind, rm, chosen = kind_of(name), cfg.rm, {}
+    kind, rm, chosen = kind_of(name), recipe_for(cfg.rm, count_of(name, budget, cfg)), {}
     if name == PAPER["prm"]:
         (out / "select").mkdir(exist_ok=True)
         chosen = select_convincing(out / "select", cfg, seed, data_dir, selector, device)
@@ -325,7 +325,8 @@ def rm_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str,
             folder = seed_dir / f"rm-{name}-{budget}"
             dirs[s][(name, budget)] = folder
             chooser = str(selector[s]) if selector and name == PAPER["prm"] else ""
-            key = key_of(data_key[s], bkey, cfg.rm, name, budget, cfg.labelled, RM_VERSION, count_of(name, budget, cfg),
+            count = count_of(name, budget, cfg)
+            key = key_of(data_key[s], bkey, recipe_for(cfg.rm, count), name, budget, cfg.labelled, RM_VERSION, count,
                          [done_key(Path(chooser).parent), WRONG_SHARE, cfg.labellers] if chooser else [])
             calls.append((str(folder), key, job_rm, name, budget, cfg, s, base_dir, str(seed_dir / "data"), inner,
                           (), device, chooser))

@@ -102,6 +102,9 @@ def test_the_report_has_both_comparisons_with_their_ceilings(tiny_run):
     assert {"answer", "valid", "pass", "step_limit"} <= set(row)
     head = summary["results"]["0"]["eval"]
     assert {"prm_paper_min@4", "orm_paper@4", "valid_prm_paper_min@4", "prm_paper_step_auroc"} <= set(head)
+    spreads = summary["auroc_spreads"]  # the spread and the floor hold for every PRM of the run
+    assert set(spreads) == {"PRM", "paper PRM"} and spreads["paper PRM"]["values"] == [head["prm_paper_step_auroc"]]
+    assert spreads["PRM"] == summary["auroc_spread"] and spreads["PRM"]["lowest"] == head["prm_step_auroc"]
     models = summary["models"]["0"]
     assert set(models) == {f"rm-{n}-40" for n in ("prm", "orm", "prm_paper", "orm_paper")}
     assert models["rm-prm_paper-40"]["selection"]["selected"] == 36 and "eval_loss" in models["rm-orm-40"]

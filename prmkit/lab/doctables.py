@@ -234,7 +234,7 @@ TABLES = {
     "lab-stats-eval": lambda s: stats_block(s, "eval"),
     "lab-stats": stats_table,
     "lab-policy": policy_table,
-    "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s["auroc_spread"])),
+    "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s.get("auroc_spreads", {"PRM": s["auroc_spread"]}))),
     "lab-findings": lambda s: markdown(*findings_rows(s["findings"])),
     "lab-paper-findings": lambda s: markdown(*findings_rows(s["paper_findings"])),
     "stalls": stalls_table,

@@ -24,7 +24,7 @@ from prmkit.lab.scoring import sweep_rows
 from prmkit.lab.targets import (
     ARM_NAMES,
     ARMS,
-    auroc_spread,
+    auroc_spreads,
     findings_rows,
     has_gold,
     has_per_problem,
@@ -178,7 +178,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
     sweeps = {s: sweep_rows(results[s]["eval"], cfg.labelled) for s in seeds}
     pooled = {p: pooled_gaps({s: results[s][p] for s in seeds}, cfg.bootstrap)
               for p in ("eval", "ood") if has_per_problem({s: results[s][p] for s in seeds})}
-    spread = auroc_spread([results[s]["eval"]["headline"]["prm_step_auroc"] for s in seeds])
+    spreads = auroc_spreads([results[s]["eval"]["headline"] for s in seeds])
     by_arm = {arm: {p: pooled_findings({s: results[s][p] for s in seeds}, cfg.bootstrap, arm=arm)
                     for p in ("eval", "ood") if has_gold({s: results[s][p] for s in seeds}, arm)} for arm in ARMS}
     findings = by_arm["equal"]
@@ -188,7 +188,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
             parts += [Markup("<h2>PRM against ORM, {}: pooled over seeds, with the ceilings beside each gap</h2>"
                              ).format(ARM_NAMES[arm]), Markup(FINDINGS_NOTE), table(*findings_rows(by_arm[arm]))]
     if pooled:
-        parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), table(*pooled_rows(pooled, spread))]
+        parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), table(*pooled_rows(pooled, spreads))]
     if not findings:  # an older run without the second gold: its per-seed targets, as it was reported
         parts += [Markup("<h2>The lab's targets, per seed (held-out pool)</h2>"), targets_table(checks)]
     parts += [Markup("<h2>Held-out pool: headline numbers per seed</h2>"),
@@ -220,7 +220,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
                                  "sweep": sweeps[s]} for s in seeds},
             **({"findings": findings} if findings else {"targets": {str(s): checks[s] for s in seeds}}),
             **({"paper_findings": by_arm["paper"]} if by_arm["paper"] else {}),
-            "pooled": pooled, "auroc_spread": spread}
+            "pooled": pooled, "auroc_spread": spreads["PRM"], "auroc_spreads": spreads}
 
 
 def study_sections(run_dir) -> list[str]:

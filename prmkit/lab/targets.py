@@ -26,6 +26,10 @@ POOL_NAMES = {"eval": "held-out pool", "ood": "OOD family"}
 SMALL_N = 4
 SPREAD = 0.03
 """The most the PRM's step AUROC may differ between seeds (max - min) for the run to be no lottery."""
+FLOOR = 0.9
+"""The least step AUROC on the oracle that any PRM of the run may have on any seed."""
+STEP_AUROCS = {"PRM": "prm_step_auroc", "paper PRM": "prm_paper_step_auroc"}
+"""The reward models whose step AUROC a run's headline holds, by the name its tables give them."""
 
 
 def _per_problem(result: dict, curve: str, n: int) -> np.ndarray:
@@ -126,27 +130,39 @@ def findings_rows(findings: dict) -> tuple[list[str], list[list[str]]]:
 
 
 def auroc_spread(aurocs: list[float]) -> dict:
-    """The PRM's step AUROC across seeds: its range, and whether it is within :data:`SPREAD`.
+    """A PRM's step AUROC across seeds: its range, whether it is within :data:`SPREAD`, and whether every
+    seed's is at least :data:`FLOOR`.
 
-    >>> auroc_spread([0.98, 0.97, 0.985])["within"]
-    True
+    >>> s = auroc_spread([0.98, 0.97, 0.895])
+    >>> s["within"], s["lowest"], s["above_floor"]
+    (False, 0.895, False)
     """
     spread = float(max(aurocs) - min(aurocs))
-    return {"values": [float(a) for a in aurocs], "spread": spread, "least": SPREAD, "within": spread <= SPREAD}
+    return {"values": [float(a) for a in aurocs], "spread": spread, "least": SPREAD, "within": spread <= SPREAD,
+            "lowest": float(min(aurocs)), "floor": FLOOR, "above_floor": min(aurocs) >= FLOOR}
 
 
-def pooled_rows(pooled: dict, spread: dict) -> tuple[list[str], list[list[str]]]:
-    """The pooled gaps of every pool and the AUROC spread as table rows (points; shared by the report and
-    the docs generator)."""
+def auroc_spreads(headlines: list[dict]) -> dict:
+    """:func:`auroc_spread` for every PRM of :data:`STEP_AUROCS` that each seed's headline holds."""
+    return {name: auroc_spread([h[key] for h in headlines]) for name, key in STEP_AUROCS.items()
+            if all(key in h for h in headlines)}
+
+
+def pooled_rows(pooled: dict, spreads: dict) -> tuple[list[str], list[list[str]]]:
+    """The pooled gaps of every pool and each PRM's AUROC spread (:func:`auroc_spreads`) as table rows
+    (points; shared by the report and the docs generator)."""
     def pts(x):
         return f"{100 * x:+.1f}"
 
     rows = [[POOL_NAMES[p], name, f"{pts(g['mean'])} [{pts(g['ci95'][0])}, {pts(g['ci95'][1])}]",
              ", ".join(pts(x) for x in g["per_seed"]), "yes" if g["above_zero"] else "no"]
             for p, gaps in pooled.items() for name, g in gaps.items()]
-    rows.append([POOL_NAMES["eval"], "PRM step AUROC, max - min over seeds", f"{spread['spread']:.3f}",
-                 ", ".join(f"{a:.3f}" for a in spread["values"]),
-                 f"{'within' if spread['within'] else 'beyond'} {spread['least']:.2f}"])
+    for name, spread in spreads.items():
+        floor = (f"; lowest {spread['lowest']:.3f}, {'at least' if spread['above_floor'] else 'below'} "
+                 f"{spread['floor']:.2f}" if "floor" in spread else "")  # older summaries lack the floor
+        rows.append([POOL_NAMES["eval"], f"{name} step AUROC, max - min over seeds", f"{spread['spread']:.3f}",
+                     ", ".join(f"{a:.3f}" for a in spread["values"]),
+                     f"{'within' if spread['within'] else 'beyond'} {spread['least']:.2f}{floor}"])
     return ["pool", "gap (points)", "pooled mean [95% CI]", "per seed", "CI above 0"], rows
 
 
@@ -155,5 +171,5 @@ def has_per_problem(results: dict) -> bool:
     return all(all(c in r.get("per_problem", {}) for c in (PRM, ORM, MAJORITY)) for r in results.values())
 
 
-__all__ = ["ARMS", "ARM_NAMES", "FINDING_NS", "POOL_NAMES", "SMALL_N", "SPREAD", "auroc_spread", "findings_rows", "has_gold",
+__all__ = ["ARMS", "ARM_NAMES", "FINDING_NS", "POOL_NAMES", "SMALL_N", "SPREAD", "FLOOR", "STEP_AUROCS", "auroc_spread", "auroc_spreads", "findings_rows", "has_gold",
            "has_per_problem", "pooled_findings", "pooled_gaps", "pooled_rows"]

@@ -171,5 +171,21 @@ def has_per_problem(results: dict) -> bool:
     return all(all(c in r.get("per_problem", {}) for c in (PRM, ORM, MAJORITY)) for r in results.values())
 
 
-__all__ = ["ARMS", "ARM_NAMES", "FINDING_NS", "POOL_NAMES", "SMALL_N", "SPREAD", "FLOOR", "STEP_AUROCS", "auroc_spread", "auroc_spreads", "findings_rows", "has_gold",
-           "has_per_problem", "pooled_findings", "pooled_gaps", "pooled_rows"]
+__all__ = [
+    "ARMS",
+    "ARM_NAMES",
+    "FINDING_NS",
+    "FLOOR",
+    "POOL_NAMES",
+    "SMALL_N",
+    "SPREAD",
+    "STEP_AUROCS",
+    "auroc_spread",
+    "auroc_spreads",
+    "findings_rows",
+    "has_gold",
+    "has_per_problem",
+    "pooled_findings",
+    "pooled_gaps",
+    "pooled_rows",
+]

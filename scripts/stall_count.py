@@ -58,17 +58,15 @@ def one_run(kind: str, run: int, cfg, base_dir: str, data_dir: str, work: str) -
 
 def prepare(cfg, work: Path) -> tuple[str, dict[int, str]]:
     """The base model (the lab's cache) and every development seed's data job, as ``prmkit lab run`` makes them."""
-    from prmkit.lab.base import ensure_base
-    from prmkit.lab.run import init_worker, job_data, key_of, run_job
+    from prmkit.lab.base import base_key, ensure_base
+    from prmkit.lab.run import data_key_of, init_worker, job_data, run_job
 
     init_worker()
     base_dir = str(ensure_base(cfg, progress=True, log=lambda *a: None))
     data = {}
     for seed in DEV_SEEDS:
-        key = key_of(cfg.domain, cfg.ood, cfg.generator, cfg.labellers, [cfg.sizes(x) for x in ("eval", "train", "ood")],
-                     seed, [cfg.paper_arms, cfg.orm_ratio] if cfg.paper_arms else [])
         folder = work / f"data-{seed}"
-        run_job(str(folder), key, job_data, cfg, seed)
+        run_job(str(folder), data_key_of(cfg, seed, base_key(cfg.base, cfg)), job_data, cfg, seed)
         data[seed] = str(folder)
     return base_dir, data
 

@@ -382,6 +382,14 @@ def model_records(seed_dir: Path) -> dict:
     return out
 
 
+def data_key_of(cfg: LabConfig, seed: int, bkey: str) -> str:
+    """The cache key of a seed's data job: everything its pools and labels depend on (the lm policy's pools
+    are its base model's, ``bkey``; the rule-based policy's depend on no model)."""
+    policy = [] if cfg.policy == "rules" else [cfg.policy, bkey]
+    return key_of(cfg.domain, cfg.ood, cfg.generator, cfg.labellers, [cfg.sizes(x) for x in ("eval", "train", "ood")],
+                  seed, [cfg.paper_arms, cfg.orm_ratio] if cfg.paper_arms else [], *policy)
+
+
 def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: int = 2, progress: bool = True,
             command: str = "", log=print, device: str = "auto") -> dict:
     """Run every stage for every seed into ``run_dir``; return the summary (also ``summary.json``).
@@ -404,11 +412,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
         from prmkit.lab.base import base_key
 
         bkey = base_key(cfg.base, cfg, device)
-        policy = [] if cfg.policy == "rules" else [cfg.policy, bkey]  # the lm policy's pools are its base's
-        data_key = {s: key_of(cfg.domain, cfg.ood, cfg.generator, cfg.labellers,
-                              [cfg.sizes(x) for x in ("eval", "train", "ood")], s,
-                              [cfg.paper_arms, cfg.orm_ratio] if cfg.paper_arms else [], *policy)
-                    for s in seeds}
+        data_key = {s: data_key_of(cfg, s, bkey) for s in seeds}
         runner.stage("data", [(str(sd[s] / "data"), data_key[s], job_data, cfg, s, device) for s in seeds])
         base_info = runner.stage("base", [(str(run_dir / "base"), bkey, job_base, cfg, progress, device)])[0]
         base_dir = base_info["path"]
@@ -444,4 +448,4 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     return summary
 
 
-__all__ = ["budgets", "init_pool_worker", "init_worker", "key_of", "run_job", "run_lab"]
+__all__ = ["budgets", "data_key_of", "init_pool_worker", "init_worker", "key_of", "run_job", "run_lab"]

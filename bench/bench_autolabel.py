@@ -24,9 +24,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prmkit.generate.config import GenerateConfig
-from prmkit.generate.labgen import LabBackend
 from prmkit.io import write_records
 from prmkit.lab import preset
+from prmkit.lab.backend import LabBackend
 from prmkit.lab.oracle import grade_answer
 from prmkit.lab.pools import generate_pool
 from prmkit.label.auto.config import AutoLabelConfig

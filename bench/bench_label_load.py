@@ -20,7 +20,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from prmkit.label.simulate import (
+from prmkit.testing.labelling import (
     ServerProcess,
     fresh_pg_database,
     run_load,

@@ -22,8 +22,8 @@ import torch
 from prmkit.model.formatter import FormatConfig, encode
 from prmkit.model.hub import ModelCard, attach_tokens, load_base, save_model
 from prmkit.model.spec import HeadSpec
-from prmkit.model.toydata import make_solutions
 from prmkit.score import Scorer
+from prmkit.testing.toydata import make_solutions
 
 torch.set_num_threads(1)
 

@@ -26,9 +26,9 @@ import torch
 from bench_score import build as build_prm  # the same untrained tiny PRM as the scoring benchmark
 
 from prmkit.model.tiny import build_preset
-from prmkit.model.toydata import make_solutions
 from prmkit.score import Scorer
 from prmkit.serve import free_port
+from prmkit.testing.toydata import make_solutions
 
 torch.set_num_threads(1)
 

@@ -282,7 +282,7 @@ def score_file(model_dir: str | os.PathLike, inp: str | os.PathLike, out: str | 
     from accelerate import PartialState
     from tqdm.auto import tqdm
 
-    from prmkit.train.loop import uses_cuda
+    from prmkit.device import uses_cuda
 
     cfg = cfg or ScoreConfig()
     state = PartialState(cpu=not uses_cuda(cfg.device))

@@ -43,7 +43,7 @@ def lab_cache(tmp_path_factory, monkeypatch) -> Path:
 def toy_data(tmp_path_factory):
     """A folder with ``train.jsonl`` (96 toy solutions) and ``eval.jsonl`` (32), for tiny training runs."""
     from prmkit.io import write_records
-    from prmkit.model.toydata import make_solutions
+    from prmkit.testing.toydata import make_solutions
 
     folder = tmp_path_factory.mktemp("data")
     write_records(folder / "train.jsonl", make_solutions(96, seed=1))
@@ -80,7 +80,7 @@ def tiny_prm(tmp_path_factory) -> Path:
     """A tiny PRM folder (4 optimiser steps on toy data, through ``prmkit train``): for serving, scoring and
     critic tests that need a real model, not a good one."""
     from prmkit.io import write_records
-    from prmkit.model.toydata import make_solutions
+    from prmkit.testing.toydata import make_solutions
     from prmkit.train.config import TrainConfig
     from prmkit.train.loop import train
 

@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 
 from prmkit.generate.backend import Backend
 from prmkit.generate.config import GenerateConfig
-from prmkit.generate.labgen import LabBackend
 from prmkit.io import read_solutions, write_records
 from prmkit.lab import preset
+from prmkit.lab.backend import LabBackend
 from prmkit.lab.domain import parse_problem
 from prmkit.lab.generator import GeneratorConfig, continue_samples
 from prmkit.lab.oracle import extract_answer, grade_answer, oracle_labels

@@ -27,10 +27,10 @@ from prmkit.label.auto.judge import (
     parse_critique,
     read_critique_prompt,
 )
-from prmkit.model.toydata import make_solutions
 from prmkit.schema import Solution
 from prmkit.serve import background, free_port
 from prmkit.serve.app import ServeConfig, Service, critic_reply
+from prmkit.testing.toydata import make_solutions
 
 QWQ_LONG = r"""Okay, let me go through this solution step by step. The problem asks for the total cost of 3 notebooks
 at $4 each plus a $5 pen.

@@ -23,8 +23,8 @@ import pytest
 from prmkit.cli import USER_ERROR, main
 from prmkit.generate.backend import Backend, Sample
 from prmkit.io import file_lock, write_records
-from prmkit.model.toydata import make_solutions
 from prmkit.schema import Problem
+from prmkit.testing.toydata import make_solutions
 
 # --- the broken files ---------------------------------------------------------------------------------
 

@@ -251,7 +251,7 @@ def test_phase1_unrated_error_counts_as_the_page_does(tmp_path, capsys):
     from prmkit.label.app import create_app
     from prmkit.label.client import APIError, LabelClient
     from prmkit.label.db import open_database
-    from prmkit.label.simulate import synthetic_candidates
+    from prmkit.testing.labelling import synthetic_candidates
 
     url, cands = f"sqlite:///{tmp_path}/l.db", tmp_path / "c.jsonl"
     write_records(cands, synthetic_candidates(1, n_steps=3, alternatives=3))

@@ -198,7 +198,7 @@ def test_prm800k_sample_files_are_read_by_the_prm800k_reader(shared_data, tmp_pa
 def test_candidates_convert_score_evaluate_with_no_glue(shared_data, tmp_path, capsys, monkeypatch):
     """The issue's three commands, in order, with a tiny PRM trained for the test."""
     from prmkit.io import write_records
-    from prmkit.model.toydata import make_solutions
+    from prmkit.testing.toydata import make_solutions
     from prmkit.train.config import TrainConfig
     from prmkit.train.loop import train
 

@@ -8,8 +8,8 @@ import pytest
 
 from prmkit.cli import main
 from prmkit.io import read_solutions, write_records
-from prmkit.model.toydata import make_solutions
 from prmkit.schema import Problem, Solution
+from prmkit.testing.toydata import make_solutions
 
 
 def _train(tmp_path, name: str, *flags) -> str:

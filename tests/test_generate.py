@@ -257,3 +257,41 @@ def test_an_ungradable_sample_keeps_why_in_its_record(monkeypatch):
     monkeypatch.undo()
     graded = generate_run.to_solution(Problem("q", answer="1"), "q/0", sample, generate_run.GenerateConfig(), None)
     assert graded.grade in ("correct", "incorrect") and "grading" not in graded.meta
+
+
+PLUGIN = '''
+from prmkit.generate.backend import Backend, Sample
+
+
+class Echo(Backend):
+    name = "echo"
+
+    def __init__(self, cfg):
+        self.cfg = cfg
+
+    def complete(self, problem, prefix_steps, n, start=0):
+        return [Sample(f"I copy it.\\n# Answer\\n\\n{problem.answer}", 5, "stop") for _ in range(n)]
+'''
+
+
+def test_a_backend_another_package_registers_is_a_backend_like_prmkits(problems_file, tmp_path, monkeypatch, capsys):
+    """An installed package's ``prmkit.backends`` entry point (a real distribution's metadata on sys.path) is
+    found, named in the error for an unknown backend, and generates through the CLI."""
+    from prmkit.cli import main
+    from prmkit.generate.backend import backend_factories
+
+    site = tmp_path / "site"
+    (site / "echo_backend-0.1.dist-info").mkdir(parents=True)
+    (site / "echo_backend-0.1.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-backend\nVersion: 0.1\n")
+    (site / "echo_backend-0.1.dist-info" / "entry_points.txt").write_text("[prmkit.backends]\necho = echo_backend:Echo\n")
+    (site / "echo_backend.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(site))
+    assert backend_factories()["echo"] == "echo_backend:Echo"
+    assert {"hf", "vllm", "openai", "lab", "lab-lm"} <= set(backend_factories())  # the lab's by its entry points
+    out = tmp_path / "echo.jsonl"
+    assert main(["generate", str(problems_file), str(out), "--backend", "echo", "--n", "2", "--no-progress"]) == 0
+    records = list(read_solutions(out))
+    assert len(records) == 2 * len(PROBLEMS) and {r.grade for r in records} == {"correct"}
+    assert records[0].generator.name == "echo"
+    with pytest.raises(ValueError, match=r"unknown backend 'ech' \(known: echo, hf, lab"):
+        generate_file(problems_file, tmp_path / "x.jsonl", GenerateConfig(backend="ech", progress=False))

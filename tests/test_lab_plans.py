@@ -10,7 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prmkit.lab.plans import OOD, REASONS, PlansConfig, best_finish, label_texts, make_problem, make_problems, parse_problem
+from prmkit.lab.plans import (
+    OOD,
+    REASONS,
+    PlansConfig,
+    best_finish,
+    label_texts,
+    make_problem,
+    make_problems,
+    parse_problem,
+)
 from prmkit.lab.plans.domain import NEVER, PROBLEM_TEXT, Plan, Task, day_options, make_plan, one_best_schedule
 from prmkit.lab.plans.oracle import error_kind, grade_answer
 from prmkit.schema import Problem
@@ -250,6 +259,7 @@ def test_a_problems_samples_share_its_tendency():
 
 def test_cli_lab_stats_plans(capsys):
     import json
+
     from prmkit.cli import main
     assert main(["lab", "stats", "--domain", "plans", "--split", "ood", "--problems", "5", "--samples", "4",
                  "--json"]) == 0

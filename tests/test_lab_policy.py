@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from prmkit.generate import GenerateConfig, generate_file
-from prmkit.generate.labgen import lab_backend, lab_text
 from prmkit.io import read_solutions, write_records
 from prmkit.lab import GeneratorConfig, LedgerConfig, generate, make_problems, oracle_labels, preset
+from prmkit.lab.backend import lab_backend, lab_text
 from prmkit.lab.generator import continue_samples, resume_point
 from prmkit.lab.oracle import ledger_of
 

@@ -17,7 +17,7 @@ from starlette.routing import Mount, Route
 from prmkit.label import auth, flow, projects
 from prmkit.label.app import create_app, find_katex
 from prmkit.label.db import open_database
-from prmkit.label.simulate import synthetic_candidates
+from prmkit.testing.labelling import synthetic_candidates
 
 ROLES = ("anon", "owner", "other", "admin")
 PUBLIC = dict.fromkeys(ROLES, 200)

@@ -23,8 +23,8 @@ from prmkit.label import auth, projects
 from prmkit.label.app import find_katex
 from prmkit.label.client import LabelClient
 from prmkit.label.db import open_database
-from prmkit.label.simulate import ServerProcess, synthetic_candidates
 from prmkit.schema import Completion, Problem, Solution, Step
+from prmkit.testing.labelling import ServerProcess, synthetic_candidates
 
 CHROMIUM = os.environ.get("PRMKIT_CHROMIUM", "/usr/bin/chromium")
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",

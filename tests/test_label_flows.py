@@ -17,8 +17,8 @@ from prmkit.label.app import create_app
 from prmkit.label.client import APIError, LabelClient
 from prmkit.label.consistency import check_database
 from prmkit.label.db import open_database
-from prmkit.label.simulate import synthetic_candidates
 from prmkit.schema import Completion, Problem, Solution, Step
+from prmkit.testing.labelling import synthetic_candidates
 
 
 class Env:

@@ -23,7 +23,7 @@ pytest.importorskip("fastapi", reason="the labelling app needs the `serve` extra
 
 from prmkit.label.consistency import check_database
 from prmkit.label.db import open_database
-from prmkit.label.simulate import (
+from prmkit.testing.labelling import (
     LoadResult,
     ServerProcess,
     fresh_pg_database,

@@ -156,8 +156,8 @@ def browser_server(tmp_path_factory):
     from prmkit.label import auth, projects
     from prmkit.label.app import find_katex
     from prmkit.label.db import open_database
-    from prmkit.label.simulate import ServerProcess
     from prmkit.schema import Completion, Problem, Solution, Step
+    from prmkit.testing.labelling import ServerProcess
 
     if not Path(CHROMIUM).is_file():
         pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium; scripts/services.sh does)")

@@ -15,7 +15,7 @@ from prmkit.label import auth
 from prmkit.label.db import normalise_url, open_database
 from prmkit.label.migrations import LATEST, current_version, migrate
 from prmkit.label.models import Base
-from prmkit.label.simulate import fresh_pg_database
+from prmkit.testing.labelling import fresh_pg_database
 
 PG = os.environ.get("PRMKIT_TEST_PG")
 

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from prmkit.model.formatter import FormatConfig, TruncationReport, encode, encode_many, prepare_tokenizer
 from prmkit.model.labels import first_error, p_correct, step_targets
 from prmkit.model.tiny import toy_tokenizer
-from prmkit.model.toydata import make_solutions
+from prmkit.testing.toydata import make_solutions
 from prmkit.train.data import build_examples, micro_batches, plan_epoch
 
 TOK = toy_tokenizer()

@@ -13,8 +13,8 @@ import pytest
 
 from prmkit.cli import main
 from prmkit.io import read_solutions, write_records
-from prmkit.model.toydata import make_solutions
 from prmkit.schema import Problem
+from prmkit.testing.toydata import make_solutions
 from prmkit.train.config import TrainConfig
 from prmkit.train.loop import train
 

@@ -11,11 +11,11 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from prmkit.generate.steps import split_steps
 from prmkit.model.labels import step_scores as class_scores
 from prmkit.model.tiny import toy_tokenizer
 from prmkit.rl import PRMReward, solution_reward, step_char_ends, step_token_ends
 from prmkit.rl.reward import completion_text, problem_of
+from prmkit.steps import split_steps
 
 torch.set_num_threads(1)
 
@@ -123,7 +123,7 @@ def test_answer_check_adds_exactly_the_weight_on_right_answers(tiny_prm, reward)
 @pytest.fixture(scope="module")
 def tiny_orm(tmp_path_factory):
     from prmkit.io import write_records
-    from prmkit.model.toydata import make_solutions
+    from prmkit.testing.toydata import make_solutions
     from prmkit.train.config import TrainConfig
     from prmkit.train.loop import train
 

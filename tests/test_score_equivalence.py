@@ -10,8 +10,8 @@ import torch
 
 from prmkit.cli import main
 from prmkit.io import read_solutions, write_records
-from prmkit.model.toydata import make_solutions
 from prmkit.score import ScoreConfig, Scorer, score_file
+from prmkit.testing.toydata import make_solutions
 from prmkit.train.config import TrainConfig
 from prmkit.train.loop import train
 

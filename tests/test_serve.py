@@ -23,10 +23,10 @@ from prmkit.generate import GenerateConfig, GenerationError, generate_file
 from prmkit.generate.remote import OpenAIBackend
 from prmkit.generate.run import part_path
 from prmkit.io import read_solutions, write_records
-from prmkit.model.toydata import make_solutions
 from prmkit.schema import Problem
 from prmkit.serve import background, free_port
 from prmkit.serve.app import ServeConfig, Service
+from prmkit.testing.toydata import make_solutions
 
 PROBLEMS = [Problem(f"{a} + {b} =", answer=str(a + b), id=f"p{a}") for a, b in [(1, 2), (13, 4), (7, 7)]]
 

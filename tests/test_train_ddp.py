@@ -16,7 +16,7 @@ import torch
 from safetensors.torch import load_file
 
 from prmkit.io import write_records
-from prmkit.model.toydata import make_solutions
+from prmkit.testing.toydata import make_solutions
 
 pytestmark = pytest.mark.slow
 TORCHRUN = [sys.executable, "-m", "torch.distributed.run", "--standalone"]

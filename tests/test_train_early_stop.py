@@ -12,8 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from prmkit.io import write_records
-from prmkit.model.toydata import make_solutions
 from prmkit.schema import Solution
+from prmkit.testing.toydata import make_solutions
 from prmkit.train.config import TrainConfig
 from prmkit.train.early_stop import EarlyStop
 from prmkit.train.loop import train

@@ -10,7 +10,7 @@ from prmkit.io import write_records
 from prmkit.model import packing
 from prmkit.model.heads import HeadSpec, RewardModel, soft_cross_entropy
 from prmkit.model.tiny import build_preset
-from prmkit.model.toydata import make_solutions
+from prmkit.testing.toydata import make_solutions
 from prmkit.train.config import TrainConfig
 from prmkit.train.data import Example, collate, model_inputs
 from prmkit.train.loop import train

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from prmkit.io import write_records
-from prmkit.model.toydata import make_solutions
+from prmkit.testing.toydata import make_solutions
 from prmkit.train.config import TrainConfig
 from prmkit.train.data import Example
 from prmkit.train.loop import train

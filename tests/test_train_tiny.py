@@ -11,9 +11,9 @@ import torch
 from safetensors.torch import load_file
 
 from prmkit.cli import main
-from prmkit.model.toydata import make_solutions
-from prmkit.train.config import TrainConfig
+from prmkit.testing.toydata import make_solutions
 from prmkit.train.checkpoints import latest_checkpoint
+from prmkit.train.config import TrainConfig
 from prmkit.train.loop import build_model, train
 
 torch.set_num_threads(1)

@@ -13,8 +13,8 @@ import json
 
 from prmkit.cli import HelpFormatter
 from prmkit.convert import FORMATS, NEUTRAL_POLICIES, SPLIT_MODES, SUPERVISE, Options, convert_file, read
-from prmkit.generate.longcot import LONG_MODES, resplit
 from prmkit.io import RejectWriter, rejects_path, require_records
+from prmkit.longcot import LONG_MODES, resplit
 from prmkit.schema import Solution
 from prmkit.stats import format_summary, summarize
 

@@ -180,7 +180,7 @@ def convert_file(src: str | os.PathLike, dst: str | os.PathLike, inp: str, out: 
     it (and then the message says so: ``--skip-invalid`` on the command line); nothing is left at
     ``dst`` when the conversion fails; ``dst`` may not be ``src``.
     ``transform``, when given, maps every record read to the record written (for example
-    :func:`prmkit.generate.longcot.resplit`).
+    :func:`prmkit.longcot.resplit`).
     """
     reader, writer = get_format(inp, "read"), get_format(out, "write")
     check_split(reader, options)

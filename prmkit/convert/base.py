@@ -27,7 +27,7 @@ NEUTRAL_POLICIES = ("positive", "negative", "drop")
 SUPERVISE = ("first_error", "all")
 SPLIT_MODES = ("newline", "blank", "paragraphs", "sentences", "marker")
 """How a reader of whole-text solutions cuts a text into steps: the modes of
-:func:`prmkit.generate.steps.split_steps` that need no further setting ("marker" uses ``Options.marker``)."""
+:func:`prmkit.steps.split_steps` that need no further setting ("marker" uses ``Options.marker``)."""
 ANSWER_MARK = "\n\n# Answer\n\n"
 
 

@@ -31,9 +31,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from prmkit.convert.base import DEFAULTS, Options, numbered_rows, opt, req
-from prmkit.generate.steps import split_steps
 from prmkit.grade import extract_answer, grade
 from prmkit.schema import Problem, SchemaError, Solution, Step, check_type
+from prmkit.steps import split_steps
 
 DEFAULT_SPLIT = "newline"
 """How a ``text`` solution is cut by default: one step per line, the paper's format."""

@@ -4,14 +4,16 @@
 ``Backend.complete(problem, prefix_steps, n, start=0) -> [Sample] * n`` (the text after the prefix, for
 Monte-Carlo rollouts and search: samples ``start .. start + n - 1`` of that prefix, so a cache that holds the
 first ``k`` asks for the next ones only); :meth:`Backend.complete_many` takes many such requests at once
-(batched across prefixes where the backend can). A :class:`Sample` is text; :func:`prmkit.generate.steps.split_steps` makes it steps
+(batched across prefixes where the backend can). A :class:`Sample` is text; :func:`prmkit.steps.split_steps` makes it steps
 and :mod:`prmkit.generate.run` makes it a record. Backends by name (``--backend``):
 
 - ``hf`` (:mod:`prmkit.generate.hf`): transformers on CPU or GPU, batched with a KV cache;
 - ``vllm`` (:mod:`prmkit.generate.vllm`): vLLM on GPUs, tensor and data parallel (extra ``vllm``);
 - ``openai`` (:mod:`prmkit.generate.remote`): any OpenAI-compatible server, ``prmkit serve`` included;
-- ``lab`` and ``lab-lm`` (:mod:`prmkit.generate.labgen`): the lab's rule-based generator, and the lab's
-  base model sampled through ``hf``.
+- any other name a package registers under the ``prmkit.backends`` entry-point group, as
+  ``name = "module:factory"`` (the factory takes the config and returns a :class:`Backend`). prmkit's lab
+  registers ``lab`` and ``lab-lm`` so (its rule-based generator, and its base model sampled through
+  ``hf``): this package names no lab module, and a third party's backend is a ``--backend`` like these.
 
 >>> sample_seed(0, "p1", [], 3) == sample_seed(0, "p1", [], 3) != sample_seed(0, "p1", [], 4)
 True
@@ -20,6 +22,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import importlib
 from dataclasses import dataclass
 
 from prmkit.schema import Problem
@@ -90,22 +93,44 @@ def sample_seed(seed: int, key: str, prefix_steps: list[str], j: int) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest()) >> 1
 
 
+BUILTIN_BACKENDS = {"hf": "prmkit.generate.hf:HFBackend.from_config", "vllm": "prmkit.generate.vllm:VLLMBackend",
+                    "openai": "prmkit.generate.remote:OpenAIBackend"}
+"""prmkit's own backends: name -> ``module:factory`` (imported only when asked for)."""
+ENTRY_POINTS = "prmkit.backends"
+"""The entry-point group through which an installed package adds backends."""
+
+
+def backend_factories() -> dict[str, str]:
+    """Every backend by name -> ``module:factory``: the installed packages' entry points, then prmkit's own
+    (which no entry point replaces)."""
+    from importlib.metadata import entry_points
+
+    return {**{ep.name: ep.value for ep in entry_points(group=ENTRY_POINTS)}, **BUILTIN_BACKENDS}
+
+
+def load_factory(spec: str):
+    """The object a ``module:attr.attr`` spec names.
+
+    >>> load_factory("prmkit.generate.backend:Backend.close").__name__
+    'close'
+    """
+    module, _, attrs = spec.partition(":")
+    obj = importlib.import_module(module)
+    for attr in attrs.split("."):
+        obj = getattr(obj, attr)
+    return obj
+
+
 def make_backend(cfg) -> Backend:
-    """The backend a :class:`~prmkit.generate.config.GenerateConfig` names, loaded."""
-    if cfg.backend == "hf":
-        from prmkit.generate.hf import HFBackend
+    """The backend a :class:`~prmkit.generate.config.GenerateConfig` names, loaded.
 
-        return HFBackend.from_config(cfg)
-    if cfg.backend == "vllm":
-        from prmkit.generate.vllm import VLLMBackend
-
-        return VLLMBackend(cfg)
-    if cfg.backend == "openai":
-        from prmkit.generate.remote import OpenAIBackend
-
-        return OpenAIBackend(cfg)
-    if cfg.backend in ("lab", "lab-lm"):
-        from prmkit.generate.labgen import lab_backend
-
-        return lab_backend(cfg)
-    raise ValueError(f"unknown backend {cfg.backend!r}")
+    >>> make_backend(type("Cfg", (), {"backend": "nope"}))
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown backend 'nope' (known: ...; a package adds one under the 'prmkit.backends' entry points)
+    """
+    factories = backend_factories()
+    if cfg.backend not in factories:
+        raise ValueError(f"unknown backend {cfg.backend!r} (known: {', '.join(sorted(factories))}; a package adds one "
+                         f"under the {ENTRY_POINTS!r} entry points)")
+    return load_factory(factories[cfg.backend])(cfg)

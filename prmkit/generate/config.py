@@ -12,11 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-BACKENDS = ("hf", "vllm", "openai", "lab", "lab-lm")
-"""Backend names (``--backend``): see :mod:`prmkit.generate.backend`."""
-
 STEP_MODES = ("auto", "newline", "blank", "marker", "custom", "paragraphs", "sentences")
-"""How a sampled text becomes steps (:func:`prmkit.generate.steps.split_steps`)."""
+"""How a sampled text becomes steps (:func:`prmkit.steps.split_steps`)."""
 
 
 @dataclass(frozen=True)
@@ -24,8 +21,9 @@ class GenerateConfig:
     """Settings of ``prmkit generate``: which model, how many samples, how they are sampled, prompted and split."""
 
     backend: str = field(default="hf", metadata={"help": "hf (transformers, CPU or GPU), vllm, openai (any "
-                                                         "OpenAI-compatible server), lab (rule-based), lab-lm",
-                                                 "choices": BACKENDS})
+                                                         "OpenAI-compatible server), lab (rule-based), lab-lm, or "
+                                                         "one another package registers (prmkit.backends entry "
+                                                         "points)"})
     model: str = field(default="", metadata={
         "help": "hf/vllm: a local model folder; openai: the served model's name; lab, lab-lm: a lab preset "
                 "(default: default)"})

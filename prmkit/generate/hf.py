@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from prmkit.generate.backend import Backend, Sample, problem_key, sample_seed
 from prmkit.generate.prompt import format_of, load_shots, render_problem
-from prmkit.generate.steps import ANSWER
+from prmkit.steps import ANSWER
 
 _ANSWER_KEY = ANSWER.replace(" ", "")
 
@@ -140,8 +140,8 @@ class Sampler:
         import torch
         import transformers
 
+        from prmkit.device import uses_cuda
         from prmkit.model.hub import pretrained_options
-        from prmkit.train.loop import uses_cuda
 
         where = pretrained_options(folder)  # a missing folder is said at once, not after the Hub's retries
         dev = "cuda" if uses_cuda(device) else "cpu"

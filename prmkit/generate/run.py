@@ -1,7 +1,7 @@
 """``prmkit generate``: problems in, ``n`` graded, step-split solutions per problem out, resumably.
 
 Every sample becomes a :class:`~prmkit.schema.Solution`: ``id`` ``<problem id>/<seed>-<j>``, its steps
-(:func:`prmkit.generate.steps.split_steps`), ``answer`` (:func:`prmkit.grade.extract_answer`), ``grade``
+(:func:`prmkit.steps.split_steps`), ``answer`` (:func:`prmkit.grade.extract_answer`), ``grade``
 against the problem's answer (:func:`prmkit.grade.grade`; none without a gold answer), ``generator``
 (backend and model name; every sampling setting) and ``meta.generation`` (finish reason, tokens).
 
@@ -34,9 +34,9 @@ from pathlib import Path
 
 from prmkit.generate.backend import Backend, Sample, make_backend, problem_key
 from prmkit.generate.config import GenerateConfig, shard_of
-from prmkit.generate.steps import split_steps
 from prmkit.io import append_partial, dumps, finished_lines, merge_partial, open_text, output_keys
 from prmkit.schema import Generator, Problem, Solution, Step
+from prmkit.steps import split_steps
 
 
 def read_problem_file(path: str | os.PathLike, fmt: str = "prmkit") -> list[Problem]:

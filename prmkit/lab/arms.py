@@ -108,11 +108,11 @@ def select_convincing(out: Path, cfg, seed: int, data_dir: str, selector: str, d
     (``out/selected.jsonl.gz``); what was chosen, summarised."""
     from random import Random
 
+    from prmkit.device import torch_device
     from prmkit.io import read_solutions, write_records
     from prmkit.lab.labellers import label
     from prmkit.score import ScoreConfig, Scorer, score_file
     from prmkit.select import convincing_wrong_answer, summarise
-    from prmkit.train.loop import torch_device
 
     held = held_problems(data_dir, seed)
     # the ORM pool's first samples of a problem are the uniform set's: the selector learned from those

@@ -77,7 +77,7 @@ def base_key(base: BaseConfig, cfg, device: str = "auto") -> str:
              "sizes": list(cfg.sizes("pretrain")), "vocab": MAX_NUMBER, "version": 3}
     if cfg.ood_pretrain_problems:
         parts["ood"] = {"family": config_hash(cfg.ood), "sizes": list(cfg.sizes("ood_pretrain"))}
-    from prmkit.train.loop import uses_cuda
+    from prmkit.device import uses_cuda
 
     if uses_cuda(device):
         parts["precision"] = "bf16"

@@ -42,8 +42,8 @@ def sample_lm(config: LabConfig, problems: list, samples: int, seed: int, progre
     """``samples`` solutions of each problem from the lab's base model (``prmkit generate --backend lab-lm``),
     graded by the lab's oracle as the rule-based pools are."""
     from prmkit.generate.config import GenerateConfig
-    from prmkit.generate.labgen import lab_lm_backend
     from prmkit.generate.run import sample_id, to_solution
+    from prmkit.lab.backend import lab_lm_backend
     from prmkit.lab.oracle import grade_answer
     from prmkit.schema import Generator
 

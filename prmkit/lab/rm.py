@@ -43,8 +43,9 @@ def train_and_score(out: Path, kind: str, train_file: str, rm: TrainConfig, seed
                     pools: dict[str, str], column: str = "", progress: bool = False, device: str = "auto") -> dict:
     """Train a ``kind`` reward model on every record of ``train_file`` into ``out/model`` and score each pool
     (name -> solutions file) into ``out/scored-<name>.jsonl.gz`` under the score name ``column`` (default: kind)."""
+    from prmkit.device import torch_device
     from prmkit.score import ScoreConfig, Scorer, score_file
-    from prmkit.train.loop import torch_device, train
+    from prmkit.train.loop import train
 
     start = time.perf_counter()
     cfg = job_config(rm, kind, str(train_file), str(out / "model"), base_dir, seed, progress, device)

@@ -263,12 +263,12 @@ def job_score(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_file: st
 
     When the reward models read the base's own surprise (``rm.features: surprise:base``, the recipe),
     they and the label-free scores share one feature source, so each solution's is computed once."""
+    from prmkit.device import torch_device
     from prmkit.lab.config import RM_BASE, lab_format
     from prmkit.lab.likelihood import write_label_free
     from prmkit.lab.scoring import merge_scored
     from prmkit.model.features import SurpriseSource
     from prmkit.score import ScoreConfig, Scorer, score_file
-    from prmkit.train.loop import torch_device
 
     init_worker()
     on = torch_device(device)
@@ -396,7 +396,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
 
     ``device``: where training and scoring run (auto: CUDA when visible). On CUDA the heavy stages run
     one job at a time in this process (one GPU, no worker processes); on a CPU, ``jobs`` workers."""
-    from prmkit.train.loop import uses_cuda
+    from prmkit.device import uses_cuda
 
     if uses_cuda(device):  # one GPU: its jobs run one at a time in this process
         jobs = 1

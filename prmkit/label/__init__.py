@@ -12,7 +12,8 @@ A small library under a web app (``prmkit label serve``):
 - :mod:`~prmkit.label.agreement`: Cohen's and Fleiss' kappa as pure functions;
 - :mod:`~prmkit.label.stats`, :mod:`~prmkit.label.export`: the admin figures and the prmkit records;
 - :mod:`~prmkit.label.app`: the FastAPI app (pages and the JSON API); :mod:`~prmkit.label.client`: a
-  client for that API; :mod:`~prmkit.label.simulate`: simulated labellers and a server runner.
+  client for that API (the simulated labellers over it, for tests and benchmarks, are
+  :mod:`prmkit.testing.labelling`).
 
 This package's ``__init__`` imports nothing, so ``import prmkit.label.agreement`` works without the
 ``serve`` extra. See ``docs/labelling.md``.

@@ -66,7 +66,7 @@ class Rollout:
 
     ``prompts`` are problem texts (one per completion: TRL repeats each ``group`` times); the trainer's
     live model samples them through :class:`~prmkit.generate.hf.Sampler`. ``detokenize`` maps the
-    decoded text to the format's spelling (the lab's :func:`~prmkit.generate.labgen.lab_text`)."""
+    decoded text to the format's spelling (the lab's :func:`~prmkit.lab.backend.lab_text`)."""
 
     def __init__(self, tokenizer, fmt, cfg: RLConfig, detokenize: Callable[[str], str] = lambda t: t):
         from prmkit.generate.hf import Sampling
@@ -117,7 +117,7 @@ def sample_rows(model, tokenizer, fmt, prompt_ids: list[list[int]], seeds: list[
 
 def completion_steps(text: str, fmt) -> list[str]:
     """A completion's steps as the formatter lays them out (marker, else separator lines)."""
-    from prmkit.generate.steps import split_steps
+    from prmkit.steps import split_steps
 
     return split_steps(text, "marker" if fmt.marker else "newline", marker=fmt.marker)
 

@@ -7,7 +7,7 @@ exactly as training saw a solution. Per completion:
 1. The problem: the dataset's ``problem`` column when there is one (TRL passes every dataset column as
    a keyword argument), else the prompt less the model's ``problem_suffix``; a conversational prompt
    (a list of ``{"role", "content"}`` messages) gives its last user message.
-2. The steps: the ``steps`` column when given, else :func:`prmkit.generate.steps.split_steps` in ``auto``
+2. The steps: the ``steps`` column when given, else :func:`prmkit.steps.split_steps` in ``auto``
    mode with the model's marker. That mode splits on newlines as well as on the marker, so a completion
    whose marker a tokenizer dropped (``skip_special_tokens``) still has its steps.
 3. The reward: a PRM's P(correct) per step through a credit rule of :mod:`prmkit.rl.credit` (``min`` by
@@ -33,9 +33,9 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.generate.steps import split_steps
 from prmkit.model.labels import step_scores as class_scores
 from prmkit.rl import credit as credit_rules
+from prmkit.steps import split_steps
 
 
 def _text(content) -> str:
@@ -68,7 +68,7 @@ def completion_text(completion) -> str:
 def step_char_ends(text: str, steps: list[str]) -> list[int]:
     """Where each step ends in ``text``: the offset just past its last line. For per-step rewards on tokens
     (verl, OpenRLHF): a step's reward goes on the token holding character ``end - 1``. Steps are found in
-    order, line by line, so stripped steps and :func:`~prmkit.generate.steps.split_steps`' re-joined
+    order, line by line, so stripped steps and :func:`~prmkit.steps.split_steps`' re-joined
     ``# Answer`` step are found too.
 
     >>> text = "2 + 2 = 4.\\nSo x = 4.\\n# Answer\\n\\n 4 \\n"

@@ -171,8 +171,8 @@ class Service:
         return [self.name]
 
     def _load_scorer(self, folder: str):
+        from prmkit.device import uses_cuda
         from prmkit.score import Scorer
-        from prmkit.train.loop import uses_cuda
 
         return Scorer(folder, device="cuda" if uses_cuda(self.cfg.device) else "cpu")
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from prmkit.device import uses_cuda
 from prmkit.io import NoRecords, read_solutions
 from prmkit.model import packing
 from prmkit.model.formatter import FormatConfig
@@ -76,18 +77,6 @@ def format_config(cfg: TrainConfig, limit: int | None = None) -> FormatConfig:
     length = cfg.max_length or limit or PRESET_CONTEXT
     return FormatConfig(separator=cfg.separator, marker=cfg.marker or None, problem_suffix=cfg.problem_suffix,
                         chat_template=cfg.chat_template, max_length=length)
-
-
-def uses_cuda(device: str) -> bool:
-    """Whether a ``device`` setting (auto, cpu, cuda) runs on CUDA here; cuda without a GPU is an error."""
-    if device == "cuda" and not torch.cuda.is_available():
-        raise ValueError("device cuda asked, but torch sees no CUDA GPU")
-    return device == "cuda" or (device == "auto" and torch.cuda.is_available())
-
-
-def torch_device(device: str) -> str:
-    """The torch device of a ``device`` setting (auto, cpu, cuda): ``"cuda"`` or ``"cpu"``."""
-    return "cuda" if uses_cuda(device) else "cpu"
 
 
 def make_accelerator(cfg: TrainConfig):

@@ -118,8 +118,8 @@ def job_label(out: Path, cfg, seed: int, data_dir: str, judge_dir: str) -> dict:
     """Label the pool with every method of :data:`METHODS` (the judge served by ``prmkit serve --critic``),
     and write every arm's training file."""
     from prmkit.generate.config import GenerateConfig
-    from prmkit.generate.labgen import LabBackend
     from prmkit.io import read_solutions, write_records
+    from prmkit.lab.backend import LabBackend
     from prmkit.lab.oracle import grade_answer
     from prmkit.label.auto.config import AutoLabelConfig
     from prmkit.label.auto.run import label_solutions

@@ -107,7 +107,7 @@ class Probe:
         self.sampling, self.last = sampling, None
 
     def __call__(self, step: int, model) -> dict:
-        from prmkit.generate.labgen import lab_text
+        from prmkit.lab.backend import lab_text
         from prmkit.lab.study.pressure_measure import detectors, oracle_rows
         from prmkit.rl.grpo import completion_steps, sample_rows, sequence_logprobs
 
@@ -145,14 +145,14 @@ def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, data_dir: str,
     """One GRPO run of the policy against ``reward``; writes ``log.json`` (evaluation records, TRL's log)."""
     import torch
 
+    from prmkit.device import torch_device
     from prmkit.generate.hf import Sampling
-    from prmkit.generate.labgen import lab_text
     from prmkit.io import read_problems
+    from prmkit.lab.backend import lab_text
     from prmkit.lab.base import load_base
     from prmkit.lab.config import lab_format
     from prmkit.rl.grpo import train_grpo
     from prmkit.rl.reward import PRMReward
-    from prmkit.train.loop import torch_device
 
     init_worker()
     dev = str(torch_device(device))

@@ -228,9 +228,9 @@ def job_pools(out: Path, cfg, seed: int) -> dict:
 def job_label(out: Path, cfg, large_dir: str, data_dir: str, progress: bool, device: str = "auto") -> dict:
     """Score the fresh and held-out pools with the large PRM (``prmkit score``); write the three labelled
     sets at every budget."""
+    from prmkit.device import torch_device
     from prmkit.io import read_solutions, write_records
     from prmkit.score import ScoreConfig, Scorer, score_file
-    from prmkit.train.loop import torch_device
 
     init_worker()
     sc = cfg.synthetic

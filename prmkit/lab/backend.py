@@ -23,7 +23,7 @@ import dataclasses
 import re
 
 from prmkit.generate.backend import Backend, Sample
-from prmkit.generate.steps import join_steps
+from prmkit.steps import join_steps
 
 
 def lab_preset(cfg):

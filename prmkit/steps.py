@@ -3,7 +3,7 @@
 PRM800K's generator writes one step per line and closes with ``# Answer\\n\\n<answer>``; that closing
 step keeps its blank line (it is one step, as in PRM800K), whatever the mode. Empty steps are dropped
 and each step is stripped of surrounding whitespace. Long chains of thought (one text, no line
-structure) are cut by :mod:`prmkit.generate.longcot` (``paragraphs``, ``sentences``).
+structure) are cut by :mod:`prmkit.longcot` (``paragraphs``, ``sentences``).
 
 >>> split_steps("2 + 2 = 4.\\nSo x = 4.\\n# Answer\\n\\n4")
 ['2 + 2 = 4.', 'So x = 4.', '# Answer\\n\\n4']
@@ -41,7 +41,7 @@ def split_steps(text: str, mode: str = "newline", separator: str = "", marker: s
             raise ValueError("custom step splitting needs a separator")
         pieces = head.split(separator)
     elif mode in ("paragraphs", "sentences"):
-        from prmkit.generate.longcot import split_long
+        from prmkit.longcot import split_long
 
         pieces = split_long(head, mode, max_tokens)
     else:

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prmkit import cli
-from prmkit.generate.longcot import LONG_MODES, count_words, resplit, segment, split_long
+from prmkit.longcot import LONG_MODES, count_words, resplit, segment, split_long
 from prmkit.schema import Problem, Solution
 
 # Pieces that exercise every rule: blank lines with spaces, \r\n, decimals, abbreviations, list

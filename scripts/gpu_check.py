@@ -14,7 +14,7 @@ What it does, each stage timed and written to ``OUT/gpu_check.json``:
    through ``accelerate launch`` with every visible GPU as one process;
 4. ``prmkit score`` of the held-out pool with both models (bf16 on CUDA), then step AUROC against the
    oracle and best-of-16 of PRM, ORM and majority voting;
-5. the GPU-marked tests (``-k gpu``): CPU and GPU scores agree; a bf16 run trains and saves;
+5. the GPU tier, every test marked ``gpu`` (``-m gpu``): CPU and GPU scores agree; a bf16 run trains and saves;
 6. generation (``prmkit generate``) of 100 problems x 16 samples from the base folder: the ``hf``
    backend on the device (bf16), and the ``vllm`` backend where vLLM is installed, samples/s and tokens/s;
 7. automatic labels (``prmkit label auto --method mc``) of 50 held-out solutions with k = 8 rollouts per
@@ -85,6 +85,10 @@ def make_base(out: Path, size: str) -> dict:
     model.save_pretrained(out / "base")
     tok.save_pretrained(out / "base")
     return {"parameters": sum(p.numel() for p in model.parameters()), "config": SIZES[size] or "tiny-qwen2"}
+
+
+GPU_TESTS = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "tests"]
+"""The GPU tier: every test marked ``gpu``, whichever file it is in (tests/conftest.py skips them without CUDA)."""
 
 
 def launcher(gpus: int) -> list[str]:
@@ -240,8 +244,7 @@ def main() -> int:
               ("autolabel", lambda: autolabel(out, gpus, log)), ("rl", lambda: rl(out, gpus))]
     if args.tests == "true":
         stages.append(("gpu_tests", lambda: {"wall_seconds": round(sh(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "gpu",
-             "tests/test_score_equivalence.py", "tests/test_train_ddp.py", "tests/test_generate_gpu.py"], log), 1)}))
+            GPU_TESTS, log), 1)}))
     if args.lab == "true":
         stages.append(("lab_quick", lambda: lab_quick(out, gpus, log)))
     for name, fn in stages:

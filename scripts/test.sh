@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # The whole test suite: starts the services some tests need (PostgreSQL, Chromium, KaTeX; see
-# scripts/services.sh), then runs pytest on 2 processes. Extra arguments go to pytest.
+# scripts/services.sh), then runs pytest on 2 processes. --dist loadscope sends a module's tests to one
+# worker, so a module-scoped fixture (a lab run, a trained model) is built once, not once per worker
+# (loadgroup's xdist_group marks are silently ignored under pytest 9.2: pytest-xdist#1386).
+# Extra arguments go to pytest.
 # Where the services cannot be installed (no root, no apt) the tests that need them skip with the
 # reason; under CI (CI=true) that is an error, since CI must run everything.
 set -euo pipefail
@@ -13,4 +16,4 @@ elif [ "${CI:-}" = true ]; then
 else
   echo "test: services unavailable; PostgreSQL and browser tests will be skipped" >&2
 fi
-exec .venv/bin/python -m pytest -n 2 --durations=30 "$@" tests prmkit
+exec .venv/bin/python -m pytest -n 2 --dist loadscope --durations=30 "$@" tests prmkit

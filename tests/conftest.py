@@ -19,6 +19,19 @@ def shared_data_dir() -> Path:
     return Path(os.environ.get("PRMKIT_SHARED_DATA", REPO.parent / "shared" / "data"))
 
 
+def pytest_collection_modifyitems(config, items):
+    """A ``gpu``-marked test is skipped, with the reason, where torch sees no CUDA GPU: the marker alone puts a
+    test in the GPU tier, which ``scripts/gpu_check.py`` runs whole (``-m gpu``)."""
+    gpu = [item for item in items if item.get_closest_marker("gpu")]
+    if not gpu:
+        return
+    import torch
+
+    if not torch.cuda.is_available():
+        for item in gpu:
+            item.add_marker(pytest.mark.skip(reason="needs a CUDA GPU (the gpu tier: scripts/gpu_check.py runs it)"))
+
+
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
     path = shared_data_dir()

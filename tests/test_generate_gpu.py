@@ -11,12 +11,10 @@ from prmkit.generate import GenerateConfig, make_backend
 from prmkit.schema import Problem
 
 torch = pytest.importorskip("torch")
-needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 PROBLEMS = [Problem(f"{a} + {b} =", id=f"p{a}") for a, b in [(1, 2), (13, 4)]]
 
 
 @pytest.mark.gpu
-@needs_cuda
 def test_gpu_hf_backend_samples_in_bf16(tiny_lm):
     backend = make_backend(GenerateConfig(model=str(tiny_lm), device="cuda", n=4, max_new_tokens=16))
     assert backend.sampler.device == "cuda" and next(backend.sampler.model.parameters()).dtype == torch.bfloat16
@@ -26,7 +24,6 @@ def test_gpu_hf_backend_samples_in_bf16(tiny_lm):
 
 
 @pytest.mark.gpu
-@needs_cuda
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="vLLM is not installed (extra: vllm)")
 def test_gpu_vllm_backend_samples_under_a_seed(tiny_lm):
     cfg = GenerateConfig(backend="vllm", model=str(tiny_lm), n=4, max_new_tokens=16, seed=3)

@@ -145,7 +145,7 @@ def test_cli_score(model_dir, sols, tmp_path):
     assert set(got[0].scores) == {"v1_min", "v1_last"} and "v1_p_correct" in got[0].steps[0].scores
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 def test_gpu_scores_match_cpu(model_dir, sols):
     cpu = Scorer(model_dir, device="cpu", dtype=torch.float32)
     gpu = Scorer(model_dir, device="cuda", dtype=torch.float32)

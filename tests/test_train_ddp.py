@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
 from safetensors.torch import load_file
 
 from prmkit.io import write_records
@@ -70,7 +69,7 @@ def test_two_processes_equal_one_with_features(tmp_path):
         assert max((one[k] - two[k]).abs().max().item() for k in one) < 1e-5, name
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 def test_gpu_bf16_run(tmp_path):
     write_records(tmp_path / "train.jsonl", make_solutions(64, seed=1))
     env = {**os.environ}

@@ -108,7 +108,7 @@ def test_packed_training_equals_padded_training(data, tmp_path, extra):
     assert "prmkit_packed" not in (tmp_path / "on" / "config.json").read_text()
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.gpu
 def test_packed_equals_padded_on_gpu():
     backbone, _ = build_preset("tiny-llama", ["a b c 1 2 3"], "AutoModelForTokenClassification", vocab_size=260,
                                num_labels=2)

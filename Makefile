@@ -4,7 +4,7 @@
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run demo test test-quick bench venv clean
+.PHONY: run demo test test-quick bench docs venv clean
 
 $(VENV)/.installed: pyproject.toml scripts/bootstrap.sh
 	bash scripts/bootstrap.sh $(VENV)
@@ -33,5 +33,9 @@ test-quick: venv
 bench: venv
 	$(PY) bench/run_all.py
 
+# the documentation site (mkdocs.yml) into site/: the guides of docs/ and the API reference from the docstrings
+docs: venv
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
 clean:
-	rm -rf $(VENV) runs/demo runs/lab-default
+	rm -rf $(VENV) runs/demo runs/lab-default site

@@ -19,7 +19,7 @@ $(KATEX_STAMP): prmkit/label/package-lock.json
 venv: $(VENV)/.installed $(KATEX_STAMP)
 
 run: venv
-	$(VENV)/bin/prmkit lab run --preset default --seeds 0 --out runs/lab-default
+	$(VENV)/bin/prmkit lab run --preset default --seeds 0 --out-dir runs/lab-default
 
 demo: venv
 	bash scripts/demo.sh

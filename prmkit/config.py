@@ -30,11 +30,13 @@ ValueError: unknown setting 'inner.step' (at 'step'; known: steps, name)
 
 from __future__ import annotations
 
+import argparse
 import builtins
 import dataclasses
 import json
 import types
 import typing
+import warnings
 from pathlib import Path
 
 
@@ -173,4 +175,28 @@ def convert(tp, value, key: str = "value"):
     return value
 
 
-__all__ = ["apply", "convert", "flatten", "parse_sets", "read_recipe", "resolve"]
+# --- renamed flags: an old spelling kept for one release (the CLI's vocabulary, docs/cli.md) ---------------
+
+class Renamed(argparse.Action):
+    """An old spelling: warns, then does what ``new`` (an action of the same parser) does."""
+
+    def __init__(self, option_strings, dest, new: argparse.Action, **kwargs):
+        self.new = new
+        nargs = new.nargs if new.option_strings else None  # a renamed positional takes its one value
+        super().__init__(option_strings, dest, nargs=nargs, const=new.const, type=new.type,
+                         choices=new.choices, default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        name = self.new.option_strings[0] if self.new.option_strings else (self.new.metavar or self.new.dest).upper()
+        warnings.warn(f"prmkit {parser.prog.removeprefix('prmkit ')}: {option_string} is renamed {name}; the old "
+                      "spelling goes in the next release", FutureWarning, stacklevel=2)
+        self.new(parser, namespace, values, option_string)
+
+
+def renamed(parser, old: str, new: str) -> None:
+    """Keep ``old`` working as ``new`` (an option of ``parser`` already added) for one release."""
+    action = parser._option_string_actions[new]  # argparse's one table of options; it has no public lookup
+    parser.add_argument(old, dest=action.dest, action=Renamed, new=action)
+
+
+__all__ = ["Renamed", "apply", "convert", "flatten", "parse_sets", "read_recipe", "renamed", "resolve"]

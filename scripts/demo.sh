@@ -30,10 +30,10 @@ PY
 $prmkit data stats "$out/prm800k.prmkit.jsonl.gz"
 
 echo "== 2. grading MATH-500 reference solutions"
-$prmkit grade "$data/math500/test.jsonl" --given-field solution --gold-field answer --out "$out/math500.graded.jsonl"
+$prmkit grade "$data/math500/test.jsonl" --given-field solution --gold-field answer "$out/math500.graded.jsonl"
 
 echo "== 3. best-of-N on a real candidate pool (Qwen2.5-Math, 100 MATH problems x 8 samples)"
-$prmkit eval bon "$data/candidates/qwen25math_math_cot_100.jsonl" --score pred_score --n 1,2,4,8 --out "$out" --name qwen25math
+$prmkit eval bon "$data/candidates/qwen25math_math_cot_100.jsonl" --score pred_score --ns 1,2,4,8 --out-dir "$out" --name qwen25math
 
 echo "== 4. report"
 $prmkit report "$out"

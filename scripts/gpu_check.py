@@ -100,7 +100,7 @@ def launcher(gpus: int) -> list[str]:
 
 def train(out: Path, kind: str, args, gpus: int, log: Path) -> dict:
     cmd = [*launcher(gpus), "train", kind, "--data", str(out / "train.jsonl"), "--eval-data", str(out / "heldout.jsonl"),
-           "--base-model", str(out / "base"), "--out", str(out / kind), "--max-steps", str(args.steps),
+           "--base-model", str(out / "base"), "--out-dir", str(out / kind), "--max-steps", str(args.steps),
            "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", "20", "--eval-every", "0",
            "--save-every", "0", "--progress", "false", "--cpu-threads", "0"]
     seconds = sh(cmd, log)
@@ -170,7 +170,7 @@ def autolabel(out: Path, gpus: int, log: Path) -> dict:
 
     src, target = out / "autolabel-in.jsonl", out / "autolabel-mc.jsonl"
     write_records(src, list(read_solutions(out / "heldout.jsonl"))[:50])
-    cmd = [sys.executable, "-m", "prmkit", "label", "auto", str(src), str(target), "--method", "mc", "--k", "8",
+    cmd = [sys.executable, "-m", "prmkit", "label", "auto", str(src), str(target), "--method", "mc", "--rollouts", "8",
            "--backend", "hf", "--model", str(out / "base"), "--max-new-tokens", "64", "--batch-size", "256",
            "--no-progress", "--no-resume"]
     seconds = sh(cmd + (["--device", "cuda"] if gpus else ["--device", "cpu"]), log)
@@ -208,7 +208,7 @@ def lab_quick(out: Path, gpus: int, log: Path) -> dict:
     """``prmkit lab run --preset quick --seeds 0`` on the device; its headline and stage wall times."""
     run = out / "lab-quick"
     env = {**os.environ, "PRMKIT_CACHE": str(out / "cache")}
-    seconds = sh([sys.executable, "-m", "prmkit", "lab", "run", "--preset", "quick", "--seeds", "0", "--out", str(run),
+    seconds = sh([sys.executable, "-m", "prmkit", "lab", "run", "--preset", "quick", "--seeds", "0", "--out-dir", str(run),
                   "--no-progress", "--device", "cuda" if gpus else "cpu"], log, env=env)
     summary = json.loads((run / "summary.json").read_text())
     head = summary["results"]["0"]["eval"]

@@ -512,7 +512,7 @@ def test_cli_label_auto_omegaprm(pool, tmp_path, capsys):
     src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     write_records(src, pool[:12])
     rc = main(["label", "auto", str(src), str(out), "--method", "omegaprm", "--backend", "lab", "--model", "quick",
-               "--k", "4", "--no-progress"])
+               "--rollouts", "4", "--no-progress"])
     assert rc == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     got = list(read_solutions(out))
@@ -529,7 +529,7 @@ def test_cli_label_auto_omegaprm(pool, tmp_path, capsys):
 
 @pytest.mark.parametrize("flags, message", [
     (["--method", "nope"], "invalid choice: 'nope'"),
-    (["--k", "0"], "prmkit: error: k must be at least 1, got 0"),
+    (["--rollouts", "0"], "prmkit: error: k must be at least 1, got 0"),
     (["--method", "judge"], "needs --judge-model"),
     (["--temperature", "0.5"], ("the lab backend samples by its rules (lab-lm samples a model): it takes no "
                                "--temperature")),

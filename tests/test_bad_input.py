@@ -91,14 +91,14 @@ COMMANDS = [
     ("data stats", "solutions", "data stats IN"),
     ("data convert --to prmkit", "solutions", "data convert --from prmkit --to prmkit IN OUT/o.jsonl"),
     ("data convert --to trl", "solutions", "data convert --from prmkit --to trl --neutral positive IN OUT/o.jsonl"),
-    ("grade", "pairs", "grade IN --out OUT/o.jsonl --workers 1"),
+    ("grade", "pairs", "grade IN OUT/o.jsonl --workers 1"),
     ("score", "solutions", "score --model PRM IN OUT/o.jsonl --no-progress"),
-    ("eval bon", "solutions", "eval bon IN --out OUT/run --no-vote --answer-key exact"),
-    ("eval steps", "solutions", "eval steps IN --out OUT/run"),
-    ("train prm", "solutions", "train prm --data IN --out OUT/model --max-steps 1 --no-progress"),
-    ("train orm", "solutions", "train orm --data IN --out OUT/model --max-steps 1 --no-progress"),
-    ("select", "solutions", "select --score prm_min --k 1 IN OUT/o.jsonl"),
-    ("label auto", "solutions", "label auto IN OUT/o.jsonl --method mc --backend lab --model quick --k 2 --no-progress"),
+    ("eval bon", "solutions", "eval bon IN --out-dir OUT/run --no-vote --answer-key exact"),
+    ("eval steps", "solutions", "eval steps IN --out-dir OUT/run"),
+    ("train prm", "solutions", "train prm --data IN --out-dir OUT/model --max-steps 1 --no-progress"),
+    ("train orm", "solutions", "train orm --data IN --out-dir OUT/model --max-steps 1 --no-progress"),
+    ("select", "solutions", "select --score prm_min --count 1 IN OUT/o.jsonl"),
+    ("label auto", "solutions", "label auto IN OUT/o.jsonl --method mc --backend lab --model quick --rollouts 2 --no-progress"),
     ("generate", "solutions", "generate IN OUT/o.jsonl --backend lab --model quick --n 1 --no-progress"),
 ]
 
@@ -163,7 +163,7 @@ def test_allow_empty_writes_an_empty_output(tmp_path, tiny_prm, capsys):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     runs = {"convert.jsonl": ["data", "convert", "--from", "prmkit", "--allow-empty", str(empty)],
-            "graded.jsonl": ["grade", str(empty), "--allow-empty", "--workers", "1", "--out"],
+            "graded.jsonl": ["grade", str(empty), "--allow-empty", "--workers", "1"],
             "scored.jsonl": ["score", "--model", str(tiny_prm), "--allow-empty", "--no-progress", str(empty)]}
     for out, argv in runs.items():
         assert main([*argv, str(tmp_path / out)]) == 0, argv
@@ -175,8 +175,8 @@ def test_allow_empty_writes_an_empty_output(tmp_path, tiny_prm, capsys):
 # --- models named wrong ------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("argv,message", [
-    ("train prm --data DATA --out OUT/m --base-model ./my-model", "no such folder: ./my-model"),
-    ("train prm --data DATA --out OUT/m --base-model tiny-lama", "unknown model 'tiny-lama' (did you mean tiny-llama?)"),
+    ("train prm --data DATA --out-dir OUT/m --base-model ./my-model", "no such folder: ./my-model"),
+    ("train prm --data DATA --out-dir OUT/m --base-model tiny-lama", "unknown model 'tiny-lama' (did you mean tiny-llama?)"),
     ("score --model ./my-model DATA OUT/o.jsonl", "no such folder: ./my-model"),
     ("generate --backend hf --model ./my-model DATA OUT/o.jsonl", "no such folder: ./my-model"),
     ("generate --backend hf --model ../models/my-model DATA OUT/o.jsonl", "no such folder: ../models/my-model"),
@@ -296,7 +296,7 @@ def test_finished_runs_leave_no_lock_file(tmp_path, capsys):
     assert main(["generate", str(data), str(out / "g.jsonl"), "--backend", "lab", "--model", "quick", "--n", "1",
                  "--no-progress"]) == 0
     assert main(["label", "auto", str(data), str(out / "l.jsonl"), "--method", "mc", "--backend", "lab", "--model",
-                 "quick", "--k", "2", "--no-progress"]) == 0
+                 "quick", "--rollouts", "2", "--no-progress"]) == 0
     assert sorted(p.name for p in out.iterdir()) == ["g.jsonl", "l.jsonl", "l.jsonl.rollouts.jsonl"]
 
 

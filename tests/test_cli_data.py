@@ -86,11 +86,11 @@ def test_skip_invalid_writes_rejects_and_prints_count(run, tmp_path):
 
 def test_validate_and_skip_invalid(run, tmp_path):
     good = _write(tmp_path / "good.jsonl", [GOOD])
-    assert run("data", "validate", "-f", "prm800k", good)[0] == 0
+    assert run("data", "validate", "--from", "prm800k", good)[0] == 0
     bad = _write(tmp_path / "bad.jsonl", [GOOD, _bad(rating=5)])
-    status, _, err = run("data", "validate", "-f", "prm800k", bad)
+    status, _, err = run("data", "validate", "--from", "prm800k", bad)
     assert status == 2 and f"{bad}:2: field 'label.steps[0].completions[0].rating'" in err
-    status, out, _ = run("data", "validate", "-f", "prm800k", "--skip-invalid", bad)
+    status, out, _ = run("data", "validate", "--from", "prm800k", "--skip-invalid", bad)
     assert status == 1 and "1 invalid" in out and (tmp_path / "bad.rejects.jsonl").exists()
 
 
@@ -137,7 +137,7 @@ def test_convert_round_trip_and_stats(run, tmp_path):
     assert [json.loads(x) for x in back.read_text().splitlines()] == [GOOD, GOOD]
     status, out, _ = run("data", "stats", mid)
     assert status == 0 and "solutions: 2" in out and "finish reasons: solution 2" in out
-    status, out, _ = run("data", "stats", "--json", "-f", "prm800k", src)
+    status, out, _ = run("data", "stats", "--json", "--from", "prm800k", src)
     summary = json.loads(out)
     assert summary["ratings"]["+1"] == 2 and summary["right_answer_wrong_step"]["right_answer"] == 2
 

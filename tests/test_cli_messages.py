@@ -11,7 +11,7 @@ import shlex
 
 import pytest
 
-from prmkit.cli import build_parser, main, walk_commands
+from prmkit.cli import build_parser, main, parse_args, walk_commands
 from prmkit.io import write_records
 from prmkit.schema import Problem, Solution
 
@@ -37,8 +37,8 @@ def bon_pool(path, unscored=(0, 4, 9)):
 
 def test_eval_bon_says_how_many_samples_had_no_score_and_what_became_of_them(tmp_path, capsys):
     path = bon_pool(tmp_path / "scored.jsonl")
-    assert main(["eval", "bon", str(path), "--score", "orm", "--n", "1,2,4", "--answer-key", "exact",
-                 "--bootstrap", "50", "--target-se", "0.05", "--out", str(tmp_path / "run")]) == 0
+    assert main(["eval", "bon", str(path), "--score", "orm", "--ns", "1,2,4", "--answer-key", "exact",
+                 "--bootstrap", "50", "--target-se", "0.05", "--out-dir", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     warning = next(line for line in out.splitlines() if line.startswith("warning:"))
     assert "3 of 16 samples (in 3 of 4 problems) have no score 'orm'" in warning
@@ -51,11 +51,11 @@ def test_eval_bon_says_how_many_samples_had_no_score_and_what_became_of_them(tmp
 
 def test_eval_bon_is_silent_when_every_sample_is_scored_and_ranks_on_no_truncation_count(tmp_path, capsys):
     path = bon_pool(tmp_path / "scored.jsonl", unscored=())
-    assert main(["eval", "bon", str(path), "--n", "1,2", "--answer-key", "exact", "--bootstrap", "20",
+    assert main(["eval", "bon", str(path), "--ns", "1,2", "--answer-key", "exact", "--bootstrap", "20",
                  "--no-vote"]) == 0
     assert "warning" not in capsys.readouterr().out
     bon_pool(path)  # now some records carry orm_steps_lost: it is a count, not a score to rank on
-    assert main(["eval", "bon", str(path), "--n", "1,2", "--answer-key", "exact", "--bootstrap", "20",
+    assert main(["eval", "bon", str(path), "--ns", "1,2", "--answer-key", "exact", "--bootstrap", "20",
                  "--no-vote"]) == 0
     out = capsys.readouterr().out
     assert "bon_acc[orm]" in out and "steps_lost]" not in out and "have no score 'orm'" in out
@@ -122,7 +122,7 @@ def candidates(path, lost=(1,), scores=None):
 
 def test_select_names_truncation_and_how_many_candidates_lack_the_score(tmp_path, capsys):
     path = candidates(tmp_path / "c.jsonl")
-    argv = ["select", "--strategy", "top_k", "--score", "prm_min", "--k", "1", str(path), str(tmp_path / "o.jsonl")]
+    argv = ["select", "--strategy", "top_k", "--score", "prm_min", "--count", "1", str(path), str(tmp_path / "o.jsonl")]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "1 of 3 candidates has no score 'prm_min' (--score prm_min), the first candidate 1 (id s1" in err
@@ -136,10 +136,10 @@ def test_select_names_truncation_and_how_many_candidates_lack_the_score(tmp_path
 
 def test_select_errors_name_the_flag_the_user_types(tmp_path, capsys):
     path = candidates(tmp_path / "c.jsonl", lost=(), scores={"orm": 0.5})
-    assert main(["select", "--strategy", "top_k", "--k", "1", str(path), str(tmp_path / "o.jsonl")]) == 2
+    assert main(["select", "--strategy", "top_k", "--count", "1", str(path), str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "name one with --score" in err and "score=" not in err
-    assert main(["select", "--strategy", "top_k", "--k", "1", "--score", "prm", str(path),
+    assert main(["select", "--strategy", "top_k", "--count", "1", "--score", "prm", str(path),
                  str(tmp_path / "o.jsonl")]) == 2
     err = capsys.readouterr().err
     assert "no candidate has the score 'prm' (--score prm); columns seen: orm" in err and "truncation" not in err
@@ -171,7 +171,7 @@ def example_commands():
 def test_every_help_example_parses(line, example):
     where, argv = example
     try:
-        build_parser().parse_args(argv)
+        parse_args(argv)
     except SystemExit as e:
         pytest.fail(f"the example {line!r} in `{where} --help` does not parse (exit {e.code})")
 
@@ -207,11 +207,11 @@ def test_train_orm_help_shows_only_what_an_orm_reads(capsys):
 
 def test_train_orm_refuses_prm_only_settings_by_flag_and_by_recipe(tmp_path, capsys):
     with pytest.raises(SystemExit) as e:
-        main(["train", "orm", "--data", "d.jsonl", "--out", str(tmp_path / "o"), "--supervise", "all"])
+        main(["train", "orm", "--data", "d.jsonl", "--out-dir", str(tmp_path / "o"), "--supervise", "all"])
     assert e.value.code == 2 and "unrecognized arguments: --supervise all" in capsys.readouterr().err
     recipe = tmp_path / "orm.toml"
     recipe.write_text('max_steps = 2\nsupervise = "all"\nneutral = "negative"\n')
-    assert main(["train", "orm", "--recipe", str(recipe), "--data", "d.jsonl", "--out", str(tmp_path / "o")]) == 2
+    assert main(["train", "orm", "--recipe", str(recipe), "--data", "d.jsonl", "--out-dir", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err
     assert (f"recipe {recipe} sets supervise (PRM only), neutral (PRM only), which `prmkit train orm` does not "
             "use: remove them from the recipe") in err

@@ -137,8 +137,8 @@ def test_qwen_bad_rows_name_the_field(change, field):
 # --- the real pools --------------------------------------------------------------------------------
 
 def _bon(capsys, path, out, *flags) -> dict:
-    """The metrics of ``prmkit eval bon PATH --out OUT FLAGS``."""
-    status, _, _ = run(capsys, "eval", "bon", path, "--bootstrap", "100", "--out", out, *flags)
+    """The metrics of ``prmkit eval bon PATH --out-dir OUT FLAGS``."""
+    status, _, _ = run(capsys, "eval", "bon", path, "--bootstrap", "100", "--out-dir", out, *flags)
     assert status == 0
     return json.loads((out / "bon.json").read_text())["metrics"]
 

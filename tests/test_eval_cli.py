@@ -41,8 +41,8 @@ def scored_file(path, problems=6, samples=4, seed=0):
 def test_eval_bon_small_file_end_to_end(tmp_path, capsys):
     path = scored_file(tmp_path / "scored.jsonl")
     out = tmp_path / "run"
-    assert run_cli(["eval", "bon", str(path), "--score", "orm,p:min", "--n", "1,2,4", "--answer-key", "exact",
-                    "--bootstrap", "200", "--out", str(out)]) == 0
+    assert run_cli(["eval", "bon", str(path), "--score", "orm,p:min", "--ns", "1,2,4", "--answer-key", "exact",
+                    "--bootstrap", "200", "--out-dir", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "bon_acc[orm]" in printed and "maj_acc" in printed and "first_acc" in printed
     result = json.loads((out / "bon.json").read_text())
@@ -61,8 +61,8 @@ def test_eval_bon_small_file_end_to_end(tmp_path, capsys):
 def test_eval_bon_rejects_n_beyond_pool(tmp_path):
     path = scored_file(tmp_path / "s.jsonl", problems=2, samples=2)
     with pytest.raises(ValueError, match="--pad-to"):
-        run_cli(["eval", "bon", str(path), "--n", "4", "--answer-key", "exact", "--no-vote"])
-    assert run_cli(["eval", "bon", str(path), "--n", "4", "--pad-to", "8", "--answer-key", "exact", "--no-vote",
+        run_cli(["eval", "bon", str(path), "--ns", "4", "--answer-key", "exact", "--no-vote"])
+    assert run_cli(["eval", "bon", str(path), "--ns", "4", "--pad-to", "8", "--answer-key", "exact", "--no-vote",
                     "--bootstrap", "50"]) == 0
 
 
@@ -79,7 +79,7 @@ def test_eval_steps_end_to_end(tmp_path, capsys):
     path = tmp_path / "toy.json"
     path.write_text(json.dumps(records))
     out = tmp_path / "run"
-    assert run_cli(["eval", "steps", str(path), "--out", str(out)]) == 0
+    assert run_cli(["eval", "steps", str(path), "--out-dir", str(out)]) == 0
     assert "threshold" in capsys.readouterr().out
     result = json.loads((out / "steps.json").read_text())
     assert result["kind"] == "steps" and "toy" in result["subsets"] and 0 <= result["mean_f1"] <= 1
@@ -92,14 +92,14 @@ def test_eval_steps_end_to_end(tmp_path, capsys):
 @pytest.mark.slow
 def test_eval_bon_on_real_pools(shared_data, tmp_path, capsys):
     qwen = shared_data / "candidates" / "qwen25math_math_cot_100.jsonl"
-    assert run_cli(["eval", "bon", str(qwen), "--score", "pred_score", "--out", str(tmp_path / "q")]) == 0
+    assert run_cli(["eval", "bon", str(qwen), "--score", "pred_score", "--out-dir", str(tmp_path / "q")]) == 0
     m = json.loads((tmp_path / "q" / "bon.json").read_text())["metrics"]
     assert m["pass@8"]["estimate"] == pytest.approx(0.96)
     assert m["bon_acc@1[pred_score]"]["estimate"] == pytest.approx(0.91)  # = mean accuracy of a random sample
     assert m["first_acc"]["estimate"] == pytest.approx(0.90)
     assert m["pass@8"]["estimate"] >= m["bon_acc@8[pred_score]"]["estimate"] >= m["bon_acc@1[pred_score]"]["estimate"]
     gsm = shared_data / "candidates" / "gsm8k_example_model_solutions.jsonl"
-    assert run_cli(["eval", "bon", str(gsm), "--out", str(tmp_path / "g"), "--name", "gsm8k"]) == 0
+    assert run_cli(["eval", "bon", str(gsm), "--out-dir", str(tmp_path / "g"), "--name", "gsm8k"]) == 0
     g = json.loads((tmp_path / "g" / "gsm8k.json").read_text())["metrics"]
     assert g["pass@4"]["estimate"] > g["maj_acc@4"]["estimate"] > g["first_acc"]["estimate"]
 
@@ -115,8 +115,8 @@ def test_eval_bon_reports_ungradable_samples_left_out(tmp_path, capsys):
                                             grade=grade, scores={"orm": score}))
     write_records(path, sols)
     out = tmp_path / "run"
-    assert run_cli(["eval", "bon", str(path), "--score", "orm", "--n", "1,2", "--answer-key", "exact",
-                    "--bootstrap", "50", "--out", str(out)]) == 0
+    assert run_cli(["eval", "bon", str(path), "--score", "orm", "--ns", "1,2", "--answer-key", "exact",
+                    "--bootstrap", "50", "--out-dir", str(out)]) == 0
     assert "3 samples left out as ungradable" in capsys.readouterr().out
     result = json.loads((out / "bon.json").read_text())
     assert result["pool"]["ungradable_left_out"] == 3 and result["pool"]["samples"] == 6

@@ -90,7 +90,7 @@ def test_eval_bon_and_its_report_show_the_second_gold(tmp_path, capsys):
             sols.append(s)
     path = tmp_path / "pool.jsonl"
     write_records(path, sols)
-    assert main(["eval", "bon", str(path), "--n", "1,3", "--bootstrap", "50", "--out", str(tmp_path / "out")]) == 0
+    assert main(["eval", "bon", str(path), "--ns", "1,3", "--bootstrap", "50", "--out-dir", str(tmp_path / "out")]) == 0
     out = capsys.readouterr().out
     assert "step_limit" in out and "valid_acc[prm_min]" in out
     result = __import__("json").loads((tmp_path / "out" / "bon.json").read_text())

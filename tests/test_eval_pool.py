@@ -71,7 +71,7 @@ def test_missing_column_and_bad_records_are_errors(tmp_path):
 def test_detect_format_and_gsm8k_answer():
     assert detect_format({"problem": {"problem": "x"}}) == "prmkit"
     assert detect_format({"question": "q", "6b_finetuning": {"is_correct": True, "solution": "A: 1"}}) == "gsm8k-examples"
-    with pytest.raises(ValueError, match="--format"):
+    with pytest.raises(ValueError, match="--from"):
         detect_format({"x": 1})
     assert gsm8k_example_answer("so 2 * 9 = 18\nA: 18") == "18"
 

@@ -1,4 +1,4 @@
-"""``--format prm800k-samples``: the paper's released scored samples, a line per sample, read into a Pool.
+"""``--from prm800k-samples``: the paper's released scored samples, a line per sample, read into a Pool.
 
 The small file below is worked by hand: two problems whose samples are interleaved, a tie on
 ``prm_score``, samples without ``orm_score``, ``given_answer`` beside ``answer``, and an answerless
@@ -60,8 +60,8 @@ def test_gzip_and_column_selection(tmp_path):
 def test_eval_bon_cli_matches_hand_computation(tmp_path, capsys):
     path = write_lines(tmp_path / "samples.jsonl", SAMPLES)
     out = tmp_path / "run"
-    assert main(["eval", "bon", str(path), "--format", "prm800k-samples", "--n", "1,2,3", "--answer-key", "exact",
-                 "--bootstrap", "50", "--out", str(out)]) == 0
+    assert main(["eval", "bon", str(path), "--from", "prm800k-samples", "--ns", "1,2,3", "--answer-key", "exact",
+                 "--bootstrap", "50", "--out-dir", str(out)]) == 0
     assert "bon_acc[prm_score]" in capsys.readouterr().out
     m = {k: v["estimate"] for k, v in json.loads((out / "bon.json").read_text())["metrics"].items()}
     # N=2: the three 2-subsets of each problem's 3 samples, equally likely.
@@ -115,7 +115,7 @@ def test_bad_records_name_file_line_and_field(tmp_path, bad, field, message):
 
 def test_cli_error_names_file_line_and_field(tmp_path, capsys):
     path = write_lines(tmp_path / "bad.jsonl", [SAMPLES[0], {**SAMPLES[1], "orm_score": "high"}])
-    assert main(["eval", "bon", str(path), "--format", "prm800k-samples", "--no-vote", "--answer-key", "exact"]) == 2
+    assert main(["eval", "bon", str(path), "--from", "prm800k-samples", "--no-vote", "--answer-key", "exact"]) == 2
     assert "bad.jsonl:2: field 'orm_score': expected" in capsys.readouterr().err
 
 

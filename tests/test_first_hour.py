@@ -17,7 +17,7 @@ def _train(tmp_path, name: str, *flags) -> str:
     if not data.exists():
         write_records(data, make_solutions(64, seed=1, n_steps=(4, 10)))
     out = tmp_path / name
-    assert main(["train", "prm", "--data", str(data), "--out", str(out), "--max-steps", "2", "--batch-size", "8",
+    assert main(["train", "prm", "--data", str(data), "--out-dir", str(out), "--max-steps", "2", "--batch-size", "8",
                  "--eval-fraction", "0", "--no-progress", "--allow-truncation", *flags]) == 0
     return str(out)
 
@@ -56,10 +56,10 @@ def _step_file(path, lost: int) -> None:
 def test_eval_steps_skip_unscored_counts_and_prints(tmp_path, capsys):
     path = tmp_path / "scored.jsonl"
     _step_file(path, lost=3)
-    assert main(["eval", "steps", str(path), "--out", str(tmp_path / "out")]) == 2
+    assert main(["eval", "steps", str(path), "--out-dir", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "3 of 20 records lack it on some steps" in err and "pass --skip-unscored to leave them out" in err
-    assert main(["eval", "steps", str(path), "--skip-unscored", "--out", str(tmp_path / "out")]) == 0
+    assert main(["eval", "steps", str(path), "--skip-unscored", "--out-dir", str(tmp_path / "out")]) == 0
     out, err = capsys.readouterr()
     assert "left out 3 solutions whose steps have no 'p_correct' score" in err
     assert "steps lost to truncation at scoring (prm_steps_lost)" in err
@@ -93,7 +93,7 @@ def _ungraded(path) -> None:
 def test_prmkit_grade_grades_prmkit_records_and_writes_them_back(tmp_path, capsys):
     data, graded = tmp_path / "prm800k.jsonl", tmp_path / "graded.jsonl"
     _ungraded(data)
-    assert main(["grade", str(data), "--out", str(graded)]) == 0
+    assert main(["grade", str(data), str(graded)]) == 0
     assert "graded 40 pairs (strict): 26 correct, 14 incorrect" in capsys.readouterr().out
     sols = list(read_solutions(graded))
     assert [s.grade for s in sols[:3]] == ["incorrect", "correct", "correct"]
@@ -104,7 +104,7 @@ def test_a_graded_record_without_an_answer_marker_keeps_no_answer(tmp_path):
     """Its text is no answer: written as one, every such sample would be an answer group of its own."""
     data, graded = tmp_path / "unfinished.jsonl", tmp_path / "graded.jsonl"
     write_records(data, [Solution.from_steps(Problem("1 + 1 =", answer="2"), ["First, 1 + 1", "is two"])])
-    assert main(["grade", str(data), "--out", str(graded)]) == 0
+    assert main(["grade", str(data), str(graded)]) == 0
     [sol] = read_solutions(graded)
     assert sol.answer is None and sol.grade == "incorrect"
 
@@ -114,11 +114,11 @@ def test_train_orm_on_ungraded_records_names_the_command_or_grades_them(tmp_path
     _ungraded(data)
     base = ["train", "orm", "--data", str(data), "--max-steps", "2", "--batch-size", "8", "--eval-fraction", "0",
             "--no-progress", "--head", "classify"]
-    assert main([*base, "--out", str(tmp_path / "orm")]) == 2
+    assert main([*base, "--out-dir", str(tmp_path / "orm")]) == 2
     err = capsys.readouterr().err
-    assert "40 of 40 solutions have no grade" in err and f"prmkit grade {data} --out GRADED.jsonl" in err
+    assert "40 of 40 solutions have no grade" in err and f"prmkit grade {data} GRADED.jsonl" in err
     assert "--grade" in err
-    assert main([*base, "--out", str(tmp_path / "orm"), "--grade"]) == 0
+    assert main([*base, "--out-dir", str(tmp_path / "orm"), "--grade"]) == 0
     assert "graded 40 solutions against problem.answer (--grade)" in capsys.readouterr().out
 
 

@@ -304,7 +304,7 @@ def test_cli_grades_and_audits(tmp_path, capsys):
         {"response": "so \\boxed{\\frac{1}{2}}", "answer": "0.5", "id": "a"},
         {"response": "# Answer\n\n7", "answer": "8"}, {"response": None, "answer": "3"}])
     out = tmp_path / "graded.jsonl"
-    assert _cli("grade", pairs, "--out", str(out), "--given-field", "response", "--gold-field", "answer",
+    assert _cli("grade", pairs, str(out), "--given-field", "response", "--gold-field", "answer",
                 "--audit", "math-verify", "--workers", "1") == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["grade"] for r in rows] == ["correct", "incorrect", "incorrect"]  # no answer is a wrong answer
@@ -327,7 +327,7 @@ def test_cli_skip_invalid_writes_rejects(tmp_path, capsys):
     pairs = _write(tmp_path / "pairs.jsonl", [{"given": "1", "gold": "1"}, {"given": 3, "gold": "3"},
                                               {"given": "1", "gold": "$$"}])
     out = tmp_path / "graded.jsonl"
-    assert _cli("grade", pairs, "--out", str(out), "--skip-invalid", "--workers", "1") == 0
+    assert _cli("grade", pairs, str(out), "--skip-invalid", "--workers", "1") == 0
     assert len(out.read_text().splitlines()) == 1
     rejects = [json.loads(line) for line in (tmp_path / "graded.rejects.jsonl").read_text().splitlines()]
     assert [(r["line"], r["field"]) for r in rejects] == [(2, "given"), (3, "given")]
@@ -446,8 +446,8 @@ def test_prmkit_grade_lenient_on_words_as_the_user_ran_it(tmp_path, capsys):
     rows = [("\\boxed{\\text{yes}}", "\\text{no}"), ("\\text{B}", "\\text{(C)}"), ("Alice", "Bob"), ("y=3", "x=3")]
     pairs.write_text("".join(json.dumps({"given": g, "gold": t}) + "\n" for g, t in rows))
     out = tmp_path / "graded.jsonl"
-    assert main(["grade", str(pairs), "--out", str(out), "--mode", "lenient"]) == 0
+    assert main(["grade", str(pairs), str(out), "--mode", "lenient"]) == 0
     graded = [json.loads(line) for line in out.read_text().splitlines()]
     assert [g["grade"] for g in graded[:3]] == ["incorrect"] * 3
-    assert main(["grade", str(pairs), "--out", str(out)]) == 0
+    assert main(["grade", str(pairs), str(out)]) == 0
     assert [json.loads(line)["grade"] for line in out.read_text().splitlines()] == ["incorrect"] * 4

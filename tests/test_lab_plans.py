@@ -261,7 +261,7 @@ def test_cli_lab_stats_plans(capsys):
     import json
 
     from prmkit.cli import main
-    assert main(["lab", "stats", "--domain", "plans", "--split", "ood", "--problems", "5", "--samples", "4",
+    assert main(["lab", "stats", "--domain", "plans", "--split", "ood", "--problems", "5", "--n", "4",
                  "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["problems"] == 5 and "error_kinds" in d and "misread" not in d

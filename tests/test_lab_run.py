@@ -190,7 +190,7 @@ def quick_run(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("PRMKIT_CACHE", str(root / "cache"))
     out = root / "run"
-    argv = ["lab", "run", "--preset", "quick", "--seeds", ",".join(map(str, SEEDS)), "--out", str(out), "--no-progress"]
+    argv = ["lab", "run", "--preset", "quick", "--seeds", ",".join(map(str, SEEDS)), "--out-dir", str(out), "--no-progress"]
     import contextlib
     import io
 
@@ -249,7 +249,7 @@ def test_prmkit_eval_bon_on_the_scored_files_reproduces_every_best_of_n_number(q
             columns = lab["settings"]["columns"]
             argv = ["eval", "bon", str(quick_run["out"] / f"seed-{seed}" / f"score-{pool}" / f"{pool}.jsonl.gz"),
                     "--answer-key", "exact", "--no-vote", "--score", ",".join(columns), "--bootstrap", "20",
-                    "--out", str(tmp_path), "--name", f"{seed}-{pool}"]
+                    "--out-dir", str(tmp_path), "--name", f"{seed}-{pool}"]
             assert main(argv) == 0
             cli = json.loads((tmp_path / f"{seed}-{pool}.json").read_text())["metrics"]
             exact = [k for k in lab["metrics"] if k.startswith(("bon_acc@", "pass@", "first_acc"))]
@@ -271,7 +271,7 @@ def test_an_interrupted_run_resumes_to_the_same_bytes(quick_run, tmp_path):
 
     out = tmp_path / "run"
     env = {**os.environ, "PRMKIT_CACHE": str(quick_run["out"].parent / "cache")}
-    argv = [sys.executable, "-m", "prmkit", "lab", "run", "--preset", "quick", "--seeds", "0", "--out", str(out),
+    argv = [sys.executable, "-m", "prmkit", "lab", "run", "--preset", "quick", "--seeds", "0", "--out-dir", str(out),
             "--no-progress"]
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             start_new_session=True)

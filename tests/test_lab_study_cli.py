@@ -86,7 +86,7 @@ def test_bad_study_override_is_a_user_error(capsys):
 @pytest.mark.timeout(2400)  # pretrains the base model when the session has none: ~2 min quiet, 10+ busy
 def test_study_through_the_cli_updates_the_lab_report(tmp_path, lab_cache, capsys):
     fake_lab_run(tmp_path)
-    argv = ["lab", "study", "budget", "--preset", "quick", "--seeds", "0", *TINY, "--out", str(tmp_path), "--no-progress"]
+    argv = ["lab", "study", "budget", "--preset", "quick", "--seeds", "0", *TINY, "--out-dir", str(tmp_path), "--no-progress"]
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert f"study report: {tmp_path / 'study-budget' / 'report.html'}" in out and "lab report:" in out

@@ -259,7 +259,7 @@ def test_export_round_trip_cli_and_prm800k(env, tmp_path, capsys):
     assert [r.to_dict() for r in file_records] == [r.to_dict() for r in api_records]
     assert all(r.ratings == [0, 0, 0] and r.label_source == "human" for r in file_records)
     raw = tmp_path / "prm800k.jsonl"
-    assert main(["label", "export", "--db", env.url, "--project", "p2", "--format", "prm800k", str(raw)]) == 0
+    assert main(["label", "export", "--db", env.url, "--project", "p2", "--to", "prm800k", str(raw)]) == 0
     rows = [json.loads(line) for line in raw.read_text().splitlines()]
     assert rows[0]["labeler"] == "alice" and rows[0]["label"]["finish_reason"] == "solution"
     assert [s["completions"][0]["rating"] for s in rows[0]["label"]["steps"]] == [0, 0, 0]

@@ -58,8 +58,8 @@ def scored_pool_file(path, problems: int = 8, samples: int = 6, unscored=(1, 7, 
 def run_dir(tmp_path):
     """``prmkit eval bon`` run for real on :func:`scored_pool_file`: the run folder it wrote."""
     scored = scored_pool_file(tmp_path / "scored.jsonl")
-    assert main(["eval", "bon", str(scored), "--score", "prm_min,prm_product,orm", "--n", "1,2,4,6",
-                 "--answer-key", "exact", "--bootstrap", "200", "--out", str(tmp_path / "run")]) == 0
+    assert main(["eval", "bon", str(scored), "--score", "prm_min,prm_product,orm", "--ns", "1,2,4,6",
+                 "--answer-key", "exact", "--bootstrap", "200", "--out-dir", str(tmp_path / "run")]) == 0
     return tmp_path / "run"
 
 

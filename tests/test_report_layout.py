@@ -188,7 +188,7 @@ def nine_column_run(tmp_path) -> Path:
             sols.append(sol)
     write_records(tmp_path / "scored.jsonl", sols)
     assert main(["eval", "bon", str(tmp_path / "scored.jsonl"), "--score", ",".join(NINE), "--n", "1,2,4,8",
-                 "--answer-key", "exact", "--bootstrap", "200", "--out", str(tmp_path / "run")]) == 0
+                 "--answer-key", "exact", "--bootstrap", "200", "--out-dir", str(tmp_path / "run")]) == 0
     return write_report(tmp_path / "run")
 
 

@@ -213,7 +213,7 @@ def test_label_auto_with_weights_changed_in_place_is_refused(tiny_lm, other_tiny
     shutil.copytree(tiny_lm, folder)
     sols, out = tmp_path / "sols.jsonl", tmp_path / "mc.jsonl"
     assert _generate(folder, problems, sols) == 0
-    label = ["label", "auto", str(sols), str(out), "--backend", "hf", "--model", str(folder), "--k", "1",
+    label = ["label", "auto", str(sols), str(out), "--backend", "hf", "--model", str(folder), "--rollouts", "1",
              "--max-new-tokens", "6", "--no-progress"]
     assert main(label) == 0
     shutil.copy(other_tiny_lm / "model.safetensors", folder / "model.safetensors")

@@ -270,7 +270,7 @@ def test_cli_select(tmp_path, capsys):
                                                                  ("unparseable", 0.7), ("incorrect", 0.1)]])
     src, out = tmp_path / "scored.jsonl", tmp_path / "chosen.jsonl.gz"
     write_records(src, pool)
-    assert main(["select", "--score", "prm_min", "--k", "2", "--per-problem", "--wrong-share", "1",
+    assert main(["select", "--score", "prm_min", "--count", "2", "--per-problem", "--wrong-share", "1",
                  str(src), str(out)]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary == {"chosen": 6, "problems": 3, "wrong_share": 1.0, "per_problem": {"p0": 2, "p1": 2, "p2": 2},
@@ -279,7 +279,7 @@ def test_cli_select(tmp_path, capsys):
     assert [s.id for s in read_solutions(out)] == ["s1", "s3", "s5", "s7", "s9", "s11"]
 
     # counted as wrong on request: the unparseable ones are the more convincing
-    assert main(["select", "--score", "prm_min", "--k", "2", "--per-problem", "--wrong-share", "1",
+    assert main(["select", "--score", "prm_min", "--count", "2", "--per-problem", "--wrong-share", "1",
                  "--wrong-grades", "incorrect,unparseable", str(src), str(out)]) == 0
     assert [s.id for s in read_solutions(out)] == ["s1", "s2", "s5", "s6", "s9", "s10"]
     assert json.loads(capsys.readouterr().out)["ungradable"] == 3

@@ -32,8 +32,8 @@ def test_two_processes_equal_one(tmp_path):
     write_records(tmp_path / "train.jsonl", make_solutions(64, seed=1))
     common = ["train", "prm", "--data", "train.jsonl", "--max-steps", "4", "--eval-every", "2",
               "--eval-fraction", "0.2", "--save-every", "0", "--progress", "false", "--tensorboard", "false"]
-    _run(common + ["--out", "two", "--batch-size", "4"], 2, tmp_path)
-    _run(common + ["--out", "one", "--batch-size", "8"], 1, tmp_path)
+    _run(common + ["--out-dir", "two", "--batch-size", "4"], 2, tmp_path)
+    _run(common + ["--out-dir", "one", "--batch-size", "8"], 1, tmp_path)
     one, two = load_file(str(tmp_path / "one" / "model.safetensors")), load_file(str(tmp_path / "two" / "model.safetensors"))
     diff = max((one[k] - two[k]).abs().max().item() for k in one)
     assert diff < 1e-5, diff
@@ -57,12 +57,12 @@ def test_two_processes_equal_one_with_features(tmp_path):
     """The same with a base pretrained by ``kind lm`` and surprise features through the adapter."""
     write_records(tmp_path / "train.jsonl", make_solutions(64, seed=1))
     quiet = ["--save-every", "0", "--progress", "false", "--tensorboard", "false", "--eval-fraction", "0"]
-    _run(["train", "lm", "--data", "train.jsonl", "--out", "base", "--max-steps", "4",
+    _run(["train", "lm", "--data", "train.jsonl", "--out-dir", "base", "--max-steps", "4",
           "--batch-size", "8", *quiet], 1, tmp_path)
     common = ["train", "prm", "--data", "train.jsonl", "--base-model", "base", "--features", "surprise:base",
               "--head", "classify", "--new-lr", "0.01", "--max-steps", "4", *quiet]
-    _run(common + ["--out", "two", "--batch-size", "4"], 2, tmp_path)
-    _run(common + ["--out", "one", "--batch-size", "8"], 1, tmp_path)
+    _run(common + ["--out-dir", "two", "--batch-size", "4"], 2, tmp_path)
+    _run(common + ["--out-dir", "one", "--batch-size", "8"], 1, tmp_path)
     for name in ("model.safetensors", "feature_adapter.safetensors"):
         one, two = load_file(str(tmp_path / "one" / name)), load_file(str(tmp_path / "two" / name))
         assert one.keys() == two.keys()
@@ -73,7 +73,7 @@ def test_two_processes_equal_one_with_features(tmp_path):
 def test_gpu_bf16_run(tmp_path):
     write_records(tmp_path / "train.jsonl", make_solutions(64, seed=1))
     env = {**os.environ}
-    cmd = [sys.executable, "-m", "prmkit", "train", "prm", "--data", "train.jsonl", "--out", "gpu", "--max-steps", "4",
+    cmd = [sys.executable, "-m", "prmkit", "train", "prm", "--data", "train.jsonl", "--out-dir", "gpu", "--max-steps", "4",
            "--batch-size", "8", "--progress", "false"]
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -86,7 +86,7 @@ def test_cli_recipe_and_flag_precedence(data, tmp_path):
     recipe.write_text(f"data: {data / 'train.jsonl'}\nmax_steps: 99\nbatch_size: 8\nlr: 0.01\nprogress: false\n"
                       "tensorboard: false\neval_fraction: 0.25\nsave_every: 0\n")
     out = tmp_path / "cli"
-    assert main(["train", "prm", "--recipe", str(recipe), "--max-steps", "2", "--out", str(out),
+    assert main(["train", "prm", "--recipe", str(recipe), "--max-steps", "2", "--out-dir", str(out),
                  "--eval-every", "0"]) == 0
     saved = json.loads((out / "train_config.json").read_text())
     assert saved["max_steps"] == 2 and saved["lr"] == 0.01 and saved["kind"] == "prm"

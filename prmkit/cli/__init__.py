@@ -38,7 +38,7 @@ examples:
   prmkit data stats data.jsonl.gz
   prmkit generate --backend hf --model ./my-model problems.jsonl candidates.jsonl --n 16
   prmkit grade pairs.jsonl --audit math-verify
-  prmkit eval bon scored.jsonl --score prm_min,orm --n 1,2,4,8
+  prmkit eval bon scored.jsonl --score prm_min,orm --ns 1,2,4,8
 
 Every command has its own --help with examples.
 """
@@ -70,6 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
         module = importlib.import_module(f"prmkit.cli.{module_name}")
         module.register(subparsers)
     _list_commands(subparsers)
+    from prmkit.cli.flags import complete_switches
+
+    complete_switches(parser)
     return parser
 
 
@@ -103,9 +106,20 @@ USER_ERROR = 2
 """The exit status of a command refused or stopped by its input or settings (argparse's own, for bad flags)."""
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """``argv`` parsed by the whole command tree, an ``OUT`` written after options included
+    (:func:`prmkit.cli.flags.late_output`)."""
+    from prmkit.cli.flags import late_output
+
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if late_output(args, extra):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
     if str(getattr(args, "progress", "")).lower() in ("false", "0", "no", "off"):  # bools or their words
         quiet_progress_bars()
     with sigterm_as_exit():

@@ -8,10 +8,10 @@ from prmkit.cli import HelpFormatter
 
 EPILOG = """\
 examples:
-  prmkit label auto samples.jsonl mc.jsonl --method mc --backend hf --model ./policy --k 8
-  prmkit label auto samples.jsonl mc16.jsonl --method mc --backend hf --model ./policy --k 16 \
+  prmkit label auto samples.jsonl mc.jsonl --method mc --backend hf --model ./policy --rollouts 8
+  prmkit label auto samples.jsonl mc16.jsonl --method mc --backend hf --model ./policy --rollouts 16 \
       --cache mc.jsonl.rollouts.jsonl   (reuses the first 8)
-  prmkit label auto samples.jsonl omega.jsonl --method omegaprm --backend vllm --model ./policy --k 16
+  prmkit label auto samples.jsonl omega.jsonl --method omegaprm --backend vllm --model ./policy --rollouts 16
   prmkit label auto samples.jsonl judged.jsonl --method judge --judge-model qwq --judge-base-url http://gpu:8000/v1
   prmkit label auto samples.jsonl agreed.jsonl --method consensus --backend hf --model ./policy --judge-model qwq
   prmkit label auto pool.jsonl mc.jsonl --method mc --backend lab --model quick   (the lab's generator)
@@ -30,7 +30,7 @@ the same OUT is refused); rollouts come from the cache (OUT.rollouts.jsonl, or -
 """
 
 SHARED = ("n", "shard", "resume", "flush_every", "progress")
-"""Generation settings that ``label auto`` sets itself (``--k`` rollouts; its own resume, flush and bar)."""
+"""Generation settings that ``label auto`` sets itself (``--rollouts``; its own resume, flush and bar)."""
 
 
 def add_auto(sub) -> None:

@@ -12,6 +12,7 @@ import functools
 import json
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import add_switch, renamed
 from prmkit.convert import FORMATS, NEUTRAL_POLICIES, SPLIT_MODES, SUPERVISE, Options, convert_file, read
 from prmkit.io import RejectWriter, rejects_path, require_records
 from prmkit.longcot import LONG_MODES, resplit
@@ -68,7 +69,7 @@ def _resplitter(args: argparse.Namespace):
 def cmd_convert(args: argparse.Namespace) -> int:
     transform = _resplitter(args)
     if not args.allow_empty:
-        require_records(args.input, "--allow-empty writes an empty OUTPUT")
+        require_records(args.input, "--allow-empty writes an empty OUT")
     rejects = RejectWriter(rejects_path(args.output)) if args.skip_invalid else None
     report = convert_file(args.input, args.output, args.source, args.target, _options(args), rejects, transform)
     print(f"{args.input} -> {args.output}: {report.summary()}")
@@ -126,8 +127,10 @@ def cmd_formats(args: argparse.Namespace) -> int:
 
 
 def _format_flag(p: argparse.ArgumentParser, help_text: str) -> None:
-    p.add_argument("--format", "-f", default="prmkit", choices=sorted(FORMATS), metavar="FORMAT",
+    p.add_argument("--from", dest="format", default="prmkit", choices=sorted(FORMATS), metavar="FORMAT",
                    help=help_text + " (see `prmkit data formats`)")
+    renamed(p, "--format", "--from")
+    renamed(p, "-f", "--from")
     p.add_argument("--marker", default=Options.marker, help="Math-Shepherd's step marker")
 
 
@@ -136,20 +139,18 @@ def _add_convert(sub) -> None:
                        epilog=CONVERT_EPILOG, description="Convert a file between formats through prmkit records.")
     names = sorted(FORMATS)
     p.add_argument("--from", dest="source", required=True, choices=names, metavar="FORMAT",
-                   help=f"format of INPUT: {', '.join(names)}")
-    p.add_argument("--to", dest="target", default="prmkit", choices=names, metavar="FORMAT", help="format of OUTPUT")
-    p.add_argument("input", metavar="INPUT", help="file to read (.gz read transparently)")
-    p.add_argument("output", metavar="OUTPUT", help="file to write (gzip if it ends in .gz); never the input")
+                   help=f"format of IN: {', '.join(names)}")
+    p.add_argument("--to", dest="target", default="prmkit", choices=names, metavar="FORMAT", help="format of OUT")
+    p.add_argument("input", metavar="IN", help="file to read (.gz read transparently)")
+    p.add_argument("output", metavar="OUT", help="file to write (gzip if it ends in .gz); never the input")
     p.add_argument("--neutral", choices=NEUTRAL_POLICIES, default=None,
                    help="how a neutral (0) step becomes a binary label in trl, math-shepherd and processbench "
                         "output: positive, negative, or drop the solution; required when one is met")
     p.add_argument("--supervise", choices=SUPERVISE, default="first_error",
                    help="steps binary targets label: up to and including the first wrong one, or all")
     p.add_argument("--marker", default=Options.marker, help="Math-Shepherd's step marker (read and write)")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="write bad records to OUTPUT's .rejects.jsonl side file and go on, instead of stopping")
-    p.add_argument("--allow-empty", action="store_true",
-                   help="convert an INPUT with no records into an empty OUTPUT, instead of refusing it")
+    add_switch(p, "--skip-invalid", "write bad records to OUT's .rejects.jsonl side file and go on, instead of stopping")
+    add_switch(p, "--allow-empty", "convert an IN with no records into an empty OUT, instead of refusing it")
     cutting = [f"{name} {fmt.split}" for name, fmt in FORMATS.items() if fmt.split is not None]
     p.add_argument("--split", choices=SPLIT_MODES, default=None, metavar="MODE",
                    help="how formats that store a solution as one text cut it into steps "
@@ -174,22 +175,21 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("validate", help="check every record of a file", formatter_class=HelpFormatter,
                        epilog="examples:\n  prmkit data validate data.jsonl.gz\n"
-                              "  prmkit data validate --format prm800k --skip-invalid phase2_train.jsonl\n",
+                              "  prmkit data validate --from prm800k --skip-invalid phase2_train.jsonl\n",
                        description="Read every record; report the first error (file:line: field) or a count.")
-    p.add_argument("file", metavar="FILE", help="file to check")
-    _format_flag(p, "format of FILE")
-    p.add_argument("--skip-invalid", action="store_true",
-                   help="write bad records to FILE's .rejects.jsonl side file, count them, exit 1 if any")
+    p.add_argument("file", metavar="IN", help="file to check")
+    _format_flag(p, "format of IN")
+    add_switch(p, "--skip-invalid", "write bad records to IN's .rejects.jsonl side file, count them, exit 1 if any")
     p.set_defaults(func=cmd_validate)
 
     p = sub.add_parser("stats", help="counts and distributions of a file of solutions", formatter_class=HelpFormatter,
                        epilog="examples:\n  prmkit data stats data.jsonl.gz\n"
-                              "  prmkit data stats --format prm800k --json phase2_test.jsonl\n",
+                              "  prmkit data stats --from prm800k --json phase2_test.jsonl\n",
                        description="Counts, rating distribution, steps per solution, finish reasons, label "
                                    "sources, right answers reached through a wrong step, soft values.")
-    p.add_argument("file", metavar="FILE", help="file to summarise")
-    _format_flag(p, "format of FILE")
-    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    p.add_argument("file", metavar="IN", help="file to summarise")
+    _format_flag(p, "format of IN")
+    add_switch(p, "--json", "print the summary as JSON")
     p.set_defaults(func=cmd_stats)
 
     p = sub.add_parser("formats", help="list the formats with what prmkit can do with each",

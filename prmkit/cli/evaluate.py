@@ -8,13 +8,14 @@ import sys
 from pathlib import Path
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import add_switch, renamed
 
 BON_EPILOG = """\
 examples:
-  prmkit eval bon scored.jsonl --score prm_min,orm --n 1,2,4,8 --out runs/eval
-  prmkit eval bon scored.jsonl --score p_correct:product,p_correct:min --pad-to 1860 --n 10,100,1860
-  prmkit eval bon ../shared/data/candidates/qwen25math_math_cot_100.jsonl --score pred_score --out runs/qwen
-  prmkit eval bon scored-test-samples.jsonl.gz --format prm800k-samples --score prm_score,orm_score --pad-to 1860
+  prmkit eval bon scored.jsonl --score prm_min,orm --ns 1,2,4,8 --out-dir runs/eval
+  prmkit eval bon scored.jsonl --score p_correct:product,p_correct:min --pad-to 1860 --ns 10,100,1860
+  prmkit eval bon ../shared/data/candidates/qwen25math_math_cot_100.jsonl --score pred_score --out-dir runs/qwen
+  prmkit eval bon scored-test-samples.jsonl.gz --from prm800k-samples --score prm_score,orm_score --pad-to 1860
 
 Scores: a NAME is a solution-level score (Solution.scores[NAME]); KEY:AGG aggregates the step scores
 Step.scores[KEY] with AGG in product, min, last, mean. Best-of-N and pass@N are exact expectations
@@ -27,8 +28,8 @@ docs/evaluation.md.
 
 STEPS_EPILOG = """\
 examples:
-  prmkit eval steps scored/gsm8k.json scored/math.json --score p_correct --dev-fraction 0.2 --out runs/pb
-  prmkit eval steps test.jsonl --dev dev.jsonl --score p_correct --out runs/steps
+  prmkit eval steps scored/gsm8k.json scored/math.json --score p_correct --dev-fraction 0.2 --out-dir runs/pb
+  prmkit eval steps test.jsonl --dev dev.jsonl --score p_correct --out-dir runs/steps
 
 Each file is one subset. ProcessBench ships no scores: add a PRM's per-step scores to each record
 (a list under the --score key), or score prmkit files so that Step.scores[KEY] holds them. The
@@ -48,45 +49,53 @@ def register(subparsers) -> None:
 def _register_bon(sub) -> None:
     p = sub.add_parser("bon", help="best-of-N, majority and weighted vote, pass@N, with confidence intervals",
                        formatter_class=HelpFormatter, epilog=BON_EPILOG)
-    p.add_argument("scored", metavar="SCORED", help="scored candidate pool (JSONL, .gz ok)")
+    p.add_argument("scored", metavar="IN", help="scored candidate pool (JSONL, .gz ok)")
     p.add_argument("--score", default=None, help="comma-separated score columns (NAME or KEY:AGG); "
                    "default: every solution-level score in the file")
-    p.add_argument("--n", default=None, help="comma-separated N values; default: powers of 2 up to --pad-to")
-    p.add_argument("--format", default="auto",
+    p.add_argument("--ns", dest="n", default=None, metavar="N,N,...",
+                   help="comma-separated N values; default: powers of 2 up to --pad-to")
+    renamed(p, "--n", "--ns")
+    p.add_argument("--from", dest="format", default="auto",
                    choices=["auto", "prmkit", "qwen-candidates", "gsm8k-examples", "prm800k-samples"],
-                   help="pool file format; auto detects it from the first record")
+                   help="format of IN; auto detects it from the first record")
+    renamed(p, "--format", "--from")
     p.add_argument("--pad-to", type=int, default=None,
                    help="padded pool size M_pad (the released protocol uses 1860); default: the largest pool")
     p.add_argument("--answer-key", default="grader", choices=["grader", "exact"],
                    help="group answers for voting by grader equivalence or by exact (stripped) string")
-    p.add_argument("--no-vote", action="store_true", help="skip majority and weighted voting (Monte Carlo)")
+    add_switch(p, "--vote", "majority and weighted voting (Monte Carlo); --no-vote skips them", default=True)
     p.add_argument("--vote-weight", default="auto", choices=["auto", "raw", "sigmoid"],
                    help="score transform for weighted voting; auto = raw for scores in [0,1], else sigmoid")
     p.add_argument("--target-se", type=float, default=0.002,
                    help="Monte-Carlo standard error to reach for voting (as a fraction, 0.002 = 0.2 points)")
     p.add_argument("--bootstrap", type=int, default=2000, help="bootstrap resamples over problems for the 95%% CI")
     p.add_argument("--seed", type=int, default=0, help="seed for Monte Carlo and bootstrap")
-    p.add_argument("--out", default=None, help="folder for NAME.json (every number) and NAME.png (curves)")
-    p.add_argument("--name", default="bon", help="file name stem of the outputs in --out")
+    p.add_argument("--out-dir", dest="out", default=None, metavar="DIR",
+                   help="folder for NAME.json (every number) and NAME.png (curves)")
+    renamed(p, "--out", "--out-dir")
+    p.add_argument("--name", default="bon", help="file name stem of the outputs in --out-dir")
     p.set_defaults(func=run_bon)
 
 
 def _register_steps(sub) -> None:
     p = sub.add_parser("steps", help="ProcessBench F1 (dev-chosen threshold), step AUROC, accuracy, calibration",
                        formatter_class=HelpFormatter, epilog=STEPS_EPILOG)
-    p.add_argument("files", metavar="FILE", nargs="+", help="step-scored files, one subset each")
+    p.add_argument("files", metavar="IN", nargs="+", help="step-scored files, one subset each")
     p.add_argument("--score", default="p_correct", help="key of the per-step score (higher = step more likely correct)")
-    p.add_argument("--format", default="auto", choices=["auto", "processbench", "prmkit"], help="file format")
+    p.add_argument("--from", dest="format", default="auto", choices=["auto", "processbench", "prmkit"],
+                   help="format of IN")
+    renamed(p, "--format", "--from")
     p.add_argument("--dev", nargs="+", default=None, metavar="DEV",
-                   help="separate dev files for choosing the threshold (else --dev-fraction of each FILE)")
+                   help="separate dev files for choosing the threshold (else --dev-fraction of each IN)")
     p.add_argument("--dev-fraction", type=float, default=0.2, help="share of each subset held out as dev")
     p.add_argument("--seed", type=int, default=0, help="seed of the dev split")
-    p.add_argument("--skip-unscored", action="store_true",
-                   help="leave out solutions whose steps have no score (steps lost to truncation at scoring), "
-                        "counted and printed, instead of refusing the file")
+    add_switch(p, "--skip-unscored", "leave out solutions whose steps have no score (steps lost to truncation at "
+                                     "scoring), counted and printed, instead of refusing the file")
     p.add_argument("--bins", type=int, default=10, help="bins of the reliability diagram and ECE")
-    p.add_argument("--out", default=None, help="folder for NAME.json, NAME_reliability.png, NAME_f1.png")
-    p.add_argument("--name", default="steps", help="file name stem of the outputs in --out")
+    p.add_argument("--out-dir", dest="out", default=None, metavar="DIR",
+                   help="folder for NAME.json, NAME_reliability.png, NAME_f1.png")
+    renamed(p, "--out", "--out-dir")
+    p.add_argument("--name", default="steps", help="file name stem of the outputs in --out-dir")
     p.set_defaults(func=run_steps)
 
 
@@ -117,11 +126,11 @@ def run_bon(args: argparse.Namespace) -> int:
     pool = load_pool(args.scored, args.format, columns, args.answer_key)
     columns = columns if columns is not None else list(pool.scores)
     ns = parse_ns(args.n) or default_ns(args.pad_to or int(pool.sizes.max()))
-    n_votes = 0 if args.no_vote else (1 + len(columns)) * len(ns)
+    n_votes = 0 if not args.vote else (1 + len(columns)) * len(ns)
     with tqdm(total=n_votes, desc="voting (Monte Carlo)", disable=None if n_votes else True, leave=False) as bar:
-        result = evaluate_pool(pool, columns, ns, args.pad_to, not args.no_vote, args.vote_weight, args.target_se,
+        result = evaluate_pool(pool, columns, ns, args.pad_to, args.vote, args.vote_weight, args.target_se,
                                args.bootstrap, args.seed, progress=bar,
-                               per_problem=comparison_curves(columns, not args.no_vote))
+                               per_problem=comparison_curves(columns, args.vote))
     result = {"kind": "bon", "source": [str(args.scored)], **result,
               "provenance": read_provenance(args.scored, pool.format, columns)}
     result["settings"]["answer_key"] = args.answer_key

@@ -7,6 +7,7 @@ import collections
 import sys
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import output_argument
 from prmkit.grade import (
     GRADERS,
     MODES,
@@ -34,7 +35,7 @@ input: JSON Lines (or a JSON array), one object per pair, e.g.
 "given" may be a whole solution (its # Answer, \\boxed{} or #### is extracted) or a bare answer;
 null means no answer (graded incorrect, reason no-answer). Other keys are copied to the output.
 
-output (--out): each input object plus "grade" (correct / incorrect / unparseable: the grader could
+output (OUT): each input object plus "grade" (correct / incorrect / unparseable: the grader could
 not decide, never a wrong answer), "grade_reason" (why: equal-normalized, equal-symbolic,
 different-number, different-unit, no-answer, timeout, ...), "grade_detail" (for unparseable: the
 parse error or the deadline) and, with --audit, "audit_grade" from the other grader.
@@ -45,12 +46,12 @@ written back with its "grade" set and meta.grading (reason, mode): how converted
 which carry problem.answer but no grade, become ORM training data.
 
 examples:
-  prmkit grade pairs.jsonl --out graded.jsonl
-  prmkit grade prm800k.jsonl --out prm800k-graded.jsonl     # prmkit records, graded and written back
+  prmkit grade pairs.jsonl graded.jsonl
+  prmkit grade prm800k.jsonl prm800k-graded.jsonl     # prmkit records, graded and written back
   prmkit grade pairs.jsonl --mode lenient --timeout 10 --workers 4
-  prmkit grade samples.jsonl --given-field response --gold-field answer --out graded.jsonl
+  prmkit grade samples.jsonl --given-field response --gold-field answer graded.jsonl
   prmkit grade pairs.jsonl --audit math-verify        # list where prmkit and Math-Verify disagree
-  prmkit grade pairs.jsonl --out graded.jsonl --skip-invalid   # bad lines go to graded.rejects.jsonl
+  prmkit grade pairs.jsonl graded.jsonl --skip-invalid   # bad lines go to graded.rejects.jsonl
 """
 
 
@@ -59,8 +60,8 @@ def register(subparsers) -> None:
                               help="grade answers against gold answers",
                               description="Grade (given, gold) answer pairs: correct, incorrect or unparseable. "
                                           "Policy and measurements: docs/grading.md.")
-    p.add_argument("pairs", metavar="PAIRS.jsonl", help="file of answer pairs (JSONL, .gz read transparently)")
-    p.add_argument("--out", metavar="OUT.jsonl", help="write every pair with its grade here (atomically)")
+    p.add_argument("pairs", metavar="IN", help="file of answer pairs (JSONL, .gz read transparently)")
+    output_argument(p, help="write every pair with its grade here (atomically); default: only the counts")
     p.add_argument("--mode", choices=MODES, default="strict",
                    help="strict: variables, order and types matter; lenient: also sets ~ tuples, "
                         "relations ~ intervals, case and comma-list order ignored")
@@ -73,10 +74,10 @@ def register(subparsers) -> None:
                    help="also grade with this grader and list the pairs where it disagrees with prmkit")
     p.add_argument("--max-listed", type=int, default=50, help="how many audit disagreements to print")
     p.add_argument("--allow-empty", action="store_true",
-                   help="grade a PAIRS file with no pairs (an empty --out), instead of refusing it")
+                   help="grade an IN with no pairs (an empty OUT), instead of refusing it")
     p.add_argument("--skip-invalid", action="store_true",
                    help="write malformed pairs and pairs the grader fails on to OUT.rejects.jsonl "
-                        "(or PAIRS.rejects.jsonl) and go on, instead of stopping at the first")
+                        "(or IN.rejects.jsonl) and go on, instead of stopping at the first")
     p.add_argument("--workers", type=int, default=2, help="worker processes for the symbolic step")
     p.add_argument("--timeout", type=float, default=DEFAULT_TIMEOUT,
                    help="seconds one pair may spend in the symbolic step; past it the pair is "
@@ -88,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1 or args.timeout <= 0:
         raise ValueError("--workers must be at least 1 and --timeout positive")
     if not args.allow_empty:
-        require_records(args.pairs, "--allow-empty writes an empty --out")
-    rejects = RejectWriter(rejects_path(args.out or args.pairs)) if args.skip_invalid else None
+        require_records(args.pairs, "--allow-empty writes an empty OUT")
+    rejects = RejectWriter(rejects_path(args.output or args.pairs)) if args.skip_invalid else None
     kind = _input_kind(args.pairs) if args.input_format == "auto" else args.input_format
     reader = _read_pairs(args.pairs, args.given_field, args.gold_field, rejects) if kind == "pairs" else \
         _read_solutions(args.pairs, rejects)
@@ -102,8 +103,8 @@ def run(args: argparse.Namespace) -> int:
         audit = _audit(args, kept, pool) if args.audit else None
     finally:
         pool.close()
-    if args.out:
-        with atomic_output(args.out, inputs=[args.pairs]) as f:
+    if args.output:
+        with atomic_output(args.output, inputs=[args.pairs]) as f:
             for i, (_, _, _, value, result) in enumerate(kept):
                 f.write(dumps(_graded(value, result, args.mode, None if audit is None else audit[i])) + "\n")
     _summarise(args, kept, audit, rejects, pool)

@@ -18,6 +18,7 @@ import time
 
 from prmkit import lab
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import renamed
 from prmkit.io import read_solutions, write_records
 
 GROUP_EPILOG = """\
@@ -37,7 +38,7 @@ examples:
   prmkit lab generate eval.jsonl.gz                       (default preset: 300 problems x 64 samples)
   prmkit lab generate --split train train.jsonl.gz         (500 x 4 = 2,000 solutions to label)
   prmkit lab generate --split ood --seed 1 ood.jsonl.gz    (the held-out family)
-  prmkit lab generate --problems 10 --samples 8 --set generator.no_answer_rate=0 small.jsonl
+  prmkit lab generate --problems 10 --n 8 --set generator.no_answer_rate=0 small.jsonl
 
 The same preset, overrides, split and seed give the same bytes. Records are prmkit solutions, graded,
 unlabelled; `prmkit lab label` labels them, `prmkit data convert --to prm800k` exports labelled ones.
@@ -76,7 +77,7 @@ examples:
   prmkit lab run --preset default --seeds report   (seeds 10-14: the published numbers in docs/lab.md)
   prmkit lab run --preset default --seeds dev      (seeds 0,1,2: for trying a recipe; never publish from them)
   prmkit lab run --preset full --seeds 10          (adds the label-budget sweep 500 / 2,000 / 8,000)
-  prmkit lab run --set rm.max_steps=400 --set rm.features= --out runs/no-features
+  prmkit lab run --set rm.max_steps=400 --set rm.features= --out-dir runs/no-features
 
 Stages: data (generate, label) -> base (pretrain a tiny LM, cached in $PRMKIT_CACHE or ~/.cache/prmkit)
 -> rm (prmkit train PRM and ORM, the base's surprise as features, 3 restarts each) -> score (per pool: the
@@ -94,7 +95,7 @@ examples:
   prmkit lab study synthetic --set synthetic.threshold=0.5
   prmkit lab study autolabel --seeds report --set autolabel.k=16
   prmkit lab study pressure --seeds report --set pressure.rl.steps=100 --set pressure.rewards=orm,prm-min
-  prmkit lab study budget --set budget.budgets=250,1000,4000 --set budget.rm_steps=300 --out runs/budget-wide
+  prmkit lab study budget --set budget.budgets=250,1000,4000 --set budget.rm_steps=300 --out-dir runs/budget-wide
 
 Studies (docs/study-budget.md and the lab report):
   budget     PRM and ORM trained at several label budgets; accuracy against log(labels), best-fit lines,
@@ -186,7 +187,7 @@ def _command(head: str, args: argparse.Namespace) -> str:
     parts = [head, f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
     parts += [f"--recipe {shlex.quote(args.recipe)}"] if args.recipe else []
     parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
-    parts.append(f"--out {shlex.quote(str(args.out))}")
+    parts.append(f"--out-dir {shlex.quote(str(args.out))}")
     return " ".join(parts)
 
 
@@ -276,8 +277,9 @@ def _add_pool_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--split", choices=lab.SPLITS, default="eval",
                    help="which pool: eval (held out), train (to label), ood (held-out family), pretrain")
     p.add_argument("--problems", type=int, default=None, help="number of problems (default: the preset's size)")
-    p.add_argument("--samples", type=int, default=None,
+    p.add_argument("--n", dest="samples", type=int, default=None,
                    help="samples per problem (default: the preset's size for the split)")
+    renamed(p, "--samples", "--n")
 
 
 def register(subparsers) -> None:
@@ -294,7 +296,7 @@ def register(subparsers) -> None:
                        description="Sample a pool of ledger solutions, graded, unlabelled.", epilog=GENERATE_EPILOG)
     _add_config_flags(p)
     _add_pool_flags(p)
-    p.add_argument("output", help="output file (.jsonl, or .jsonl.gz to compress); written atomically")
+    p.add_argument("output", metavar="OUT", help="output file (.jsonl, or .jsonl.gz to compress); written atomically")
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("label", help="label a pool with simulated labellers (or the exact oracle)",
@@ -303,8 +305,8 @@ def register(subparsers) -> None:
     _add_config_flags(p)
     p.add_argument("--oracle", action="store_true",
                    help="exact labels of every step (label_source oracle, reasons in step meta) instead of people")
-    p.add_argument("input", help="a pool from `prmkit lab generate` (prmkit records)")
-    p.add_argument("output", help="output file of labelled records; may not be the input")
+    p.add_argument("input", metavar="IN", help="a pool from `prmkit lab generate` (prmkit records)")
+    p.add_argument("output", metavar="OUT", help="output file of labelled records; may not be IN")
     p.set_defaults(func=cmd_label)
 
     p = sub.add_parser("stats", help="every rate of a pool, as a table", formatter_class=HelpFormatter,
@@ -315,9 +317,9 @@ def register(subparsers) -> None:
     p.add_argument("--json", action="store_true", help="print the numbers as JSON instead of a table")
     p.add_argument("--domain", choices=("ledger", "plans"), default="ledger",
                    help="ledger (calculations) or plans (decisions: a schedule of tasks; generated with 100 "
-                        "problems x 32 samples unless --problems/--samples say otherwise; the ledger "
+                        "problems x 32 samples unless --problems/--n say otherwise; the ledger "
                         "preset flags do not apply)")
-    p.add_argument("input", nargs="?", default=None,
+    p.add_argument("input", metavar="IN", nargs="?", default=None,
                    help="a pool file; without it the preset's pool is generated (then --preset, --split, ... apply)")
     p.set_defaults(func=cmd_stats)
 
@@ -343,7 +345,8 @@ def _register_run(sub) -> None:
     p.add_argument("--seeds", type=_seeds, default=[0], metavar="S,S,...|dev|report",
                    help="seeds to run (each its own data, labels and reward models; the base model is shared; dev = 0,1,2 for "
                         "choosing recipes, report = 10-14 for published numbers, docs/lab.md \"Seeds\")")
-    p.add_argument("--out", default=None, metavar="RUN_DIR", help="run folder (default: runs/lab-<preset>)")
+    p.add_argument("--out-dir", dest="out", default=None, metavar="RUN_DIR", help="run folder (default: runs/lab-<preset>)")
+    renamed(p, "--out", "--out-dir")
     _add_worker_flags(p)
     p.add_argument("--fresh", action="store_true",
                    help="delete RUN_DIR first and rerun every stage (the cached base model is kept)")
@@ -367,8 +370,9 @@ def _register_study(sub) -> None:
     p.add_argument("--seeds", type=_seeds, default=[0, 1, 2], metavar="S,S,...|dev|report",
                    help="seeds to run (each its own data, labels and reward models; CIs are over seeds and problems; dev = 0,1,2 for "
                         "choosing recipes, report = 10-14 for published numbers, docs/lab.md \"Seeds\")")
-    p.add_argument("--out", default=None, metavar="RUN_DIR",
+    p.add_argument("--out-dir", dest="out", default=None, metavar="RUN_DIR",
                    help="run folder; the study writes RUN_DIR/study-<name>/ (default: runs/lab-<preset>)")
+    renamed(p, "--out", "--out-dir")
     _add_worker_flags(p)
     _add_device_flag(p)
     p.set_defaults(func=cmd_study)

@@ -14,6 +14,7 @@ import sys
 
 from prmkit.cli import HelpFormatter
 from prmkit.cli.autolabel import add_auto
+from prmkit.cli.flags import renamed
 from prmkit.label.queue import STRATEGIES
 
 DEFAULT_DB = "sqlite:///prmkit-label.db"  # kept equal to prmkit.label.db.DEFAULT_DB (a test checks)
@@ -196,15 +197,17 @@ def _add_push(sub) -> None:
                        formatter_class=HelpFormatter,
                        epilog="examples:\n  prmkit label push --project p2 --count 1000 --seed 7 candidates.jsonl\n"
                               "  prmkit label push --project p2 --kind qc --strategy in_order qc_gold.jsonl\n"
-                              "  prmkit label push --project p1 --phase 1 --format prm800k phase1_test.jsonl\n",
+                              "  prmkit label push --project p1 --phase 1 --from prm800k phase1_test.jsonl\n",
                        description="Choose candidates with a selection strategy and add them as items. Real items "
                                    "open a new generation; QC items (gold ratings in the records) join the newest "
                                    "generation; screening items form generation -1. Creates the project if needed; "
                                    "settings given for an existing project update it.")
     _db_flag(p)
-    p.add_argument("file", metavar="FILE", help="candidate solutions (see --format)")
+    p.add_argument("file", metavar="IN", help="candidate solutions (see --from)")
     p.add_argument("--project", required=True, help="project name")
-    p.add_argument("--format", default="prmkit", help="format of FILE (any that `prmkit data formats` reads)")
+    p.add_argument("--from", dest="format", default="prmkit", metavar="FORMAT",
+                   help="format of IN (any that `prmkit data formats` reads)")
+    renamed(p, "--format", "--from")
     p.add_argument("--kind", default="real", choices=["real", "qc", "screening"], help="what the items are")
     p.add_argument("--strategy", default="random", help=f"selection strategy, by registered name: {', '.join(sorted(STRATEGIES))}")
     p.add_argument("--count", type=int, default=None, help="how many candidates to choose (default: all)")
@@ -222,13 +225,14 @@ def _add_push(sub) -> None:
 def _add_export(sub) -> None:
     p = sub.add_parser("export", help="write the labelled solutions of a project", formatter_class=HelpFormatter,
                        epilog="examples:\n  prmkit label export --project p2 labels.jsonl.gz\n"
-                              "  prmkit label export --project p2 --format prm800k --kinds real phase2.jsonl\n",
+                              "  prmkit label export --project p2 --to prm800k --kinds real phase2.jsonl\n",
                        description="One record per labeller and solution, with labeller, generation, QC and "
                                    "screening flags, time and finish reason.")
     _db_flag(p)
-    p.add_argument("output", metavar="OUTPUT", help="JSONL file to write (gzip if it ends in .gz)")
+    p.add_argument("output", metavar="OUT", help="JSONL file to write (gzip if it ends in .gz)")
     p.add_argument("--project", required=True, help="project name")
-    p.add_argument("--format", default="prmkit", choices=["prmkit", "prm800k"], help="record format")
+    p.add_argument("--to", dest="format", default="prmkit", choices=["prmkit", "prm800k"], help="format of OUT")
+    renamed(p, "--format", "--to")
     p.add_argument("--kinds", default="real,qc,screening", help="comma-separated item kinds to include")
     p.add_argument("--include-open", action="store_true", help="also assignments still being labelled")
     p.set_defaults(func=cmd_export)

@@ -7,13 +7,14 @@ import dataclasses
 import json
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import renamed
 
 EPILOG = """\
 examples:
-  prmkit select --score prm_min --k 10 --per-problem scored.jsonl to_label.jsonl
-  prmkit select --strategy convincing_wrong_answer --wrong-share 0.8 --k 500 scored.jsonl to_label.jsonl
-  prmkit select --strategy uncertainty --score orm --k 200 scored.jsonl to_label.jsonl
-  prmkit select --strategy random --k 4 --per-problem --seed 7 pool.jsonl to_label.jsonl
+  prmkit select --score prm_min --count 10 --per-problem scored.jsonl to_label.jsonl
+  prmkit select --strategy convincing_wrong_answer --wrong-share 0.8 --count 500 scored.jsonl to_label.jsonl
+  prmkit select --strategy uncertainty --score orm --count 200 scored.jsonl to_label.jsonl
+  prmkit select --strategy random --count 4 --per-problem --seed 7 pool.jsonl to_label.jsonl
   prmkit label push --project gen-b --strategy in_order to_label.jsonl   (serve them in this order)
 
 IN holds prmkit records with solution scores (`prmkit score`) and, for convincing_wrong_answer,
@@ -34,12 +35,13 @@ def register(subparsers) -> None:
                               epilog=EPILOG,
                               description="Choose solutions of IN with a selection strategy and write them to OUT, "
                                           "in serving order.")
-    p.add_argument("input", metavar="IN.jsonl", help="scored prmkit records (JSONL, .gz ok)")
-    p.add_argument("output", metavar="OUT.jsonl", help="the chosen records (JSONL, .gz ok), written atomically")
+    p.add_argument("input", metavar="IN", help="scored prmkit records (JSONL, .gz ok)")
+    p.add_argument("output", metavar="OUT", help="the chosen records (JSONL, .gz ok), written atomically")
     p.add_argument("--strategy", default=d.strategy, choices=dataclasses.fields(SelectConfig)[0].metadata["choices"],
                    help=helps["strategy"])
     p.add_argument("--score", metavar="COL", default=d.score, help=helps["score"])
-    p.add_argument("--k", type=int, default=d.k, help=helps["k"])
+    p.add_argument("--count", dest="k", type=int, default=d.k, help=helps["k"])
+    renamed(p, "--k", "--count")
     p.add_argument("--per-problem", action="store_true", help=helps["per_problem"])
     p.add_argument("--wrong-share", type=float, default=d.wrong_share, help=helps["wrong_share"])
     p.add_argument("--wrong-grades", metavar="G[,G]", default=",".join(d.wrong_grades), help=helps["wrong_grades"])

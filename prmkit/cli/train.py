@@ -8,16 +8,16 @@ from prmkit.cli import HelpFormatter
 
 EPILOG = """\
 examples:
-  prmkit train prm --data train.jsonl --base-model tiny-llama --out runs/prm
+  prmkit train prm --data train.jsonl --base-model tiny-llama --out-dir runs/prm
   prmkit train prm --recipe recipes/prm-tiny.yaml --max-steps 50
-  prmkit train orm --data train.jsonl --base-model tiny-qwen2 --head classify --out runs/orm
-  prmkit train prm --data mc.jsonl --head regress --label-source value --out runs/prm-soft
-  prmkit train lm --data pool.jsonl --out runs/base --max-steps 400
-  prmkit train prm --data train.jsonl --base-model runs/base --features surprise:runs/base --out runs/prm
+  prmkit train orm --data train.jsonl --base-model tiny-qwen2 --head classify --out-dir runs/orm
+  prmkit train prm --data mc.jsonl --head regress --label-source value --out-dir runs/prm-soft
+  prmkit train lm --data pool.jsonl --out-dir runs/base --max-steps 400
+  prmkit train prm --data train.jsonl --base-model runs/base --features surprise:runs/base --out-dir runs/prm
   accelerate launch --num_processes 8 -m prmkit train prm --recipe recipes/prm-gpu.yaml
 
-Settings: defaults < --recipe file (YAML/TOML, keys = the flag names with underscores) < flags.
-Rerunning the same command resumes from the latest checkpoint in --out. The output folder loads
+Settings: defaults < --recipe file (YAML/TOML, keys = the flag names with underscores; --out-dir is `out`) < flags.
+Rerunning the same command resumes from the latest checkpoint in --out-dir. The output folder loads
 with `prmkit score` and with transformers' from_pretrained (docs/training.md).
 """
 
@@ -82,7 +82,7 @@ def build_config(args):
     flags = {k: v for k, v in vars(args).items() if k in names}
     cfg = resolve(TrainConfig, recipe, flags)
     if not cfg.data or not cfg.out:
-        raise ValueError("--data and --out are required (on the command line or in the recipe)")
+        raise ValueError("--data and --out-dir are required (on the command line or in the recipe)")
     return cfg
 
 

@@ -302,7 +302,7 @@ def detect_format(record: Any) -> str:
         return "prm800k-samples"
     if "problem" in record:
         return "prmkit"
-    raise ValueError(f"cannot detect the pool format from keys {sorted(record)[:8]}; pass --format "
+    raise ValueError(f"cannot detect the pool format from keys {sorted(record)[:8]}; pass --from "
                      f"({', '.join(FORMATS)})")
 
 

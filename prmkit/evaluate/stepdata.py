@@ -46,7 +46,7 @@ def detect_step_format(record: Any) -> str:
         return "prmkit"
     if isinstance(record, dict) and "label" in record and isinstance(record.get("steps"), list):
         return "processbench"
-    raise ValueError("cannot detect the step format (ProcessBench or prmkit); pass --format")
+    raise ValueError("cannot detect the step format (ProcessBench or prmkit); pass --from")
 
 
 class MissingStepScore(SchemaError):

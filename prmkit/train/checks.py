@@ -84,7 +84,7 @@ def ensure_graded(cfg: TrainConfig, solutions: list, source: str) -> int:
         first = source.split(",")[0].strip()
         raise ValueError(f"{source}: {len(todo)} of {len(solutions)} solutions have no grade (and no outcome label) "
                          "but carry problem.answer, so an ORM has no target in them: grade them first with "
-                         f"`prmkit grade {first} --out GRADED.jsonl` (each file; prmkit records are graded and "
+                         f"`prmkit grade {first} GRADED.jsonl` (each file; prmkit records are graded and "
                          "written back), or pass --grade to grade them here")
     from prmkit.grade import GradeError, grade_many, solution_answer
 

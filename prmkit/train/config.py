@@ -49,7 +49,8 @@ class TrainConfig:
                    choices=KINDS)
     data: str = _f("", "training data: prmkit JSONL (.gz ok); several files comma-separated (PRM800K phase 1 "
                    "and phase 2 together)")
-    out: str = _f("", "output folder: the model, checkpoints/, metrics.jsonl")
+    out: str = _f("", "output folder: the model, checkpoints/, metrics.jsonl", flag="--out-dir", was="--out",
+                  metavar="DIR")
     base_model: str = _f("tiny-llama", "a preset built locally (tiny-llama, tiny-qwen2) or a transformers "
                          "model name or folder")
     eval_data: str | None = _f(None, "held-out data for evaluation during training; default: a seeded "
@@ -92,7 +93,7 @@ class TrainConfig:
     outcome_source: str = _f("auto", "orm target: auto (the file's outcome, else its grade), grade, or outcome",
                              choices=("auto", "grade", "outcome"))
     grade: bool = _f(False, "orm: grade solutions that have no grade (and no outcome label) against their "
-                     "problem.answer first (prmkit.grade, strict), as `prmkit grade DATA --out GRADED` would")
+                     "problem.answer first (prmkit.grade, strict), as `prmkit grade DATA GRADED` would")
     ungradable: str = _f("skip", "orm: a solution the grader could not decide (grade unparseable: a timeout, an "
                          "unreadable answer): skip it (counted in the data report) or make it a negative",
                          choices=("skip", "negative"))
@@ -147,7 +148,7 @@ class TrainConfig:
     log_every: int = _f(10, "write training loss every N steps to metrics.jsonl")
     save_every: int = _f(100, "checkpoint every N steps (0: only the final model)")
     keep_checkpoints: int = _f(2, "checkpoints kept (oldest removed)")
-    resume: bool = _f(True, "resume from the latest checkpoint in --out when there is one")
+    resume: bool = _f(True, "resume from the latest checkpoint in --out-dir when there is one")
     stop_after: int | None = _f(None, "stop after this many steps without finishing, as a killed job would "
                                 "(for time-sliced jobs and resume tests)")
     tensorboard: bool = _f(True, "also log to TensorBoard when it is installed")
@@ -193,7 +194,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, 
     """One ``--flag`` per field of ``cls`` (``max_steps`` -> ``--max-steps``), default suppressed so that
     only flags given on the command line override the recipe. Values stay text: :func:`resolve`
     converts them as it converts a recipe's (:func:`prmkit.config.convert`)."""
-    from prmkit.config import field_type
+    from prmkit.config import field_type, renamed
 
     for f in dataclasses.fields(cls):
         if f.name in skip:
@@ -202,7 +203,7 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, 
         default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
         shown = ",".join(default) if isinstance(default, list) else "unset" if default is None else repr(default)
         kw = {"choices": f.metadata["choices"]} if "choices" in f.metadata else {}
-        flag = "--" + f.name.replace("_", "-")
+        flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))  # the vocabulary's spelling (docs/cli.md)
         text = f.metadata["help"]
         # a help that already says its default ("; default: the model kind") is not told it twice
         default_note = "" if "default:" in text or "(default" in text else f"default: {shown}"
@@ -213,6 +214,8 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, 
             parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const", const="false",
                                 default=argparse.SUPPRESS, help=argparse.SUPPRESS)
             continue
-        meta = {list: "A,B"}.get(tp, f.name.upper())
+        meta = f.metadata.get("metavar", {list: "A,B"}.get(tp, f.name.upper()))
         parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, metavar=meta,
                             help=f"{text} ({default_note})" if default_note else text, **kw)
+        if "was" in f.metadata:  # the spelling before the vocabulary, for one release
+            renamed(parser, f.metadata["was"], flag)

@@ -31,7 +31,8 @@ class AutoLabelConfig:
         "help": "mc: k rollouts from every step prefix (Math-Shepherd); omegaprm: binary search for the first "
                 "error with rollouts; judge: an LLM judge's first wrong step (ProcessBench prompt); consensus: "
                 "mc labels kept only where the judge agrees on the first error (Qwen)", "choices": METHODS})
-    k: int = field(default=8, metadata={"help": "rollouts per step prefix"})
+    k: int = field(default=8, metadata={"help": "rollouts per step prefix", "flag": "--rollouts", "was": "--k",
+                                        "metavar": "K"})
     max_prefixes: int = field(default=0, metadata={
         "help": "mc: roll out from at most this many prefixes per solution, evenly spaced and ending at the last "
                 "step; the others stay unlabelled (0: every step)"})

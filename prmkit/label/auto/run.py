@@ -189,7 +189,7 @@ def keyed(record: dict) -> tuple[str, str]:
 
 
 def check_settings(out: Path, cfg: AutoLabelConfig, settings: dict, held: set[str]) -> None:
-    """Refuse to resume into an ``OUT`` (or partial file) labelled with other ``settings`` (another ``--k``,
+    """Refuse to resume into an ``OUT`` (or partial file) labelled with other ``settings`` (another ``--rollouts``,
     method, generator or grader): its solutions would count as done and silently keep their old labels."""
     want = json.dumps(settings, sort_keys=True)
     if other := sorted(held - {want}):

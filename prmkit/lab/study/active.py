@@ -41,12 +41,13 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, Runner, done_key, init_worker, job_base, key_of
+from prmkit.lab.run import RM_VERSION, Runner, done_key, init_worker, key_of
 from prmkit.lab.stack import run_record
 from prmkit.lab.study.active_pages import write_outputs
 from prmkit.lab.study.core import (
     AGGREGATION,
     bon_per_problem,
+    data_and_base,
     grouped,
     if_changed,
     log_fit,
@@ -249,8 +250,6 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
               log=print, device: str = "auto") -> dict:
     """Run the active-learning study for ``seeds`` into ``RUN_DIR/study-active/``; return its summary."""
     record = run_record()  # the code as it starts: a commit made while it runs is not its source
-    from prmkit.lab.base import base_key
-
     init_worker()
     a, out = cfg.active, study_dir(run_dir, NAME)
     out.mkdir(parents=True, exist_ok=True)
@@ -260,11 +259,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
         sd = {s: out / f"seed-{s}" for s in seeds}
         dkey = {s: key_of(NAME, VERSION, cfg.domain, cfg.generator, cfg.labellers, a.train_problems,
                           a.candidates, a.eval_problems, a.eval_samples, s) for s in seeds}
-        bkey = base_key(cfg.base, cfg, device)
-        if cfg.policy != "rules":  # the lm policy's pools are its base's
-            dkey = {s: key_of(dkey[s], cfg.policy, bkey) for s in seeds}
-        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, device) for s in seeds])
-        base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
+        dkey, bkey, base_dir = data_and_base(runner, cfg, out, sd, dkey, job_data, progress, device)
         inner = progress and jobs == 1
         models = model_plans(a)
         rcfg = rm_config(cfg)

@@ -37,6 +37,7 @@ from prmkit.lab.config import LabConfig
 from prmkit.lab.stack import run_record
 from prmkit.lab.study.core import (
     bon_per_problem,
+    data_and_base,
     grouped,
     log_fit,
     mean_ci,
@@ -186,8 +187,7 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
               log=print, device: str = "auto") -> dict:
     """Run the label-budget study for ``seeds`` into ``RUN_DIR/study-budget``; return its summary."""
     record = run_record()  # the code as it starts: a commit made while it runs is not its source
-    from prmkit.lab.base import base_key
-    from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, job_rm, key_of
+    from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_rm, key_of
 
     init_worker()
     cfg = study_config(cfg)
@@ -201,11 +201,7 @@ def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress
     try:
         dkey = {s: key_of(cfg.domain, cfg.generator, cfg.labellers, b.budgets, b.samples_per_problem,
                           b.eval_problems, b.eval_samples, s, NAME, 1) for s in seeds}
-        bkey = base_key(cfg.base, cfg, device)
-        if cfg.policy != "rules":  # the lm policy's pools are its base's
-            dkey = {s: key_of(dkey[s], cfg.policy, bkey) for s in seeds}
-        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, device) for s in seeds])
-        base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
+        dkey, bkey, base_dir = data_and_base(runner, cfg, out, sd, dkey, job_data, progress, device)
         inner = progress and jobs == 1
         runner.stage("rm", [(str(sd[s] / f"rm-{k}-{budget}"), key_of(dkey[s], bkey, cfg.rm, k, budget, cfg.labelled,
                                                                      RM_VERSION),

@@ -225,6 +225,21 @@ def open_study(run_dir, name: str, seeds: list[int], jobs: int, progress: bool, 
     return root, runner, progress and jobs == 1, time.perf_counter(), {s: root / f"seed-{s}" for s in seeds}
 
 
+def data_and_base(runner, cfg, out: Path, sd: dict, dkey: dict, job_data, progress: bool, device: str) -> tuple:
+    """A study's first two stages: each seed's data (``job_data`` into ``sd[s]/data``, keyed by ``dkey[s]``,
+    and by the base model too under the lm policy, whose pools are its base's samples), then the base model
+    (``out/base``, the lab's cache). Returns ``(data keys, base key, base folder)``."""
+    from prmkit.lab.base import base_key
+    from prmkit.lab.run import job_base, key_of
+
+    bkey = base_key(cfg.base, cfg, device)
+    if cfg.policy != "rules":
+        dkey = {s: key_of(k, cfg.policy, bkey) for s, k in dkey.items()}
+    runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, device) for s in dkey])
+    base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
+    return dkey, bkey, base_dir
+
+
 def write_study_outputs(root: Path, name: str, cfg, summary: dict, command: str, plot, section_html) -> None:
     """``figures/<name>.png`` (``plot(summary, path)``), ``section.html`` and the standalone ``report.html``."""
     fig = plot(summary, root / "figures" / f"{name}.png")

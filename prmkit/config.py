@@ -136,6 +136,26 @@ def resolve(cls, recipe: dict | None = None, flags: dict | None = None):
     return apply(cls(), {**flatten(recipe or {}), **flatten(flags or {})})
 
 
+def from_args(cls, args, recipe: dict | None = None):
+    """``cls`` from a command's parsed arguments, the one way every command builds its config: defaults <
+    ``--recipe FILE`` (or ``recipe``, a mapping already read) < ``--set KEY=VALUE`` < the flags given
+    (the fields of ``cls`` that ``args`` holds; flags left unset are absent, not defaults).
+
+    >>> import argparse
+    >>> @dataclasses.dataclass(frozen=True)
+    ... class C:
+    ...     a: int = 1
+    ...     b: str = "x"
+    >>> from_args(C, argparse.Namespace(recipe=None, set=["a=2", "b=y"], b="z"))
+    C(a=2, b='z')
+    """
+    if recipe is None:
+        recipe = read_recipe(args.recipe) if getattr(args, "recipe", None) else {}
+    names = {f.name for f in dataclasses.fields(cls)}
+    flags = {k: v for k, v in vars(args).items() if k in names}
+    return resolve(cls, {**flatten(recipe), **parse_sets(getattr(args, "set", None) or [])}, flags)
+
+
 def convert(tp, value, key: str = "value"):
     """``value`` (text from a command line, or a recipe's YAML value) as type ``tp``.
 
@@ -199,4 +219,4 @@ def renamed(parser, old: str, new: str) -> None:
     parser.add_argument(old, dest=action.dest, action=Renamed, new=action)
 
 
-__all__ = ["Renamed", "apply", "convert", "flatten", "parse_sets", "read_recipe", "renamed", "resolve"]
+__all__ = ["Renamed", "apply", "convert", "flatten", "from_args", "parse_sets", "read_recipe", "renamed", "resolve"]

@@ -73,7 +73,8 @@ class SelectConfig:
     score: str | None = field(default=None, metadata={
         "help": "solution score column ranked on (the PRM's score); default: the first of "
                 + ", ".join(DEFAULT_SCORES) + " that every candidate carries"})
-    k: int = field(default=8, metadata={"help": "how many to choose: per problem with per_problem, else in all"})
+    k: int = field(default=8, metadata={"help": "how many to choose: per problem with per_problem, else in all",
+                                        "flag": "--count", "was": "--k", "metavar": "N"})
     per_problem: bool = field(default=False, metadata={
         "help": "choose k from each problem (grouped by problem.id, else the problem text) instead of k in all"})
     wrong_share: float = field(default=0.8, metadata={

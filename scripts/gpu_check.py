@@ -102,7 +102,7 @@ def train(out: Path, kind: str, args, gpus: int, log: Path) -> dict:
     cmd = [*launcher(gpus), "train", kind, "--data", str(out / "train.jsonl"), "--eval-data", str(out / "heldout.jsonl"),
            "--base-model", str(out / "base"), "--out-dir", str(out / kind), "--max-steps", str(args.steps),
            "--batch-size", str(args.batch_size), "--lr", str(args.lr), "--warmup-steps", "20", "--eval-every", "0",
-           "--save-every", "0", "--progress", "false", "--cpu-threads", "0"]
+           "--save-every", "0", "--no-progress", "--cpu-threads", "0"]
     seconds = sh(cmd, log)
     rows = [json.loads(x) for x in (out / kind / "metrics.jsonl").read_text().splitlines()]
     final = {k: v for r in rows for k, v in r.items()}
@@ -115,7 +115,7 @@ def score(out: Path, kind: str, gpus: int, log: Path) -> dict:
     target = out / f"scored-{kind}.jsonl"
     source = out / "heldout.jsonl" if kind == "prm" else out / "scored-prm.jsonl"
     seconds = sh([*launcher(gpus), "score", "--model", str(out / kind), str(source), str(target),
-                  "--progress", "false", "--batch-size", "64", "--cpu-threads", "0"], log)
+                  "--no-progress", "--batch-size", "64", "--cpu-threads", "0"], log)
     with open(source) as f:
         n = sum(1 for _ in f)
     return {"wall_seconds": round(seconds, 1), "solutions": n, "solutions_per_second_incl_startup": round(n / seconds, 1)}

@@ -210,7 +210,7 @@ def test_candidates_convert_score_evaluate_with_no_glue(shared_data, tmp_path, c
     capsys.readouterr()
     convert = ["data", "convert", "--from", "qwen-candidates", "--to", "prmkit", "cands.jsonl", "pool.jsonl"]
     assert run(capsys, *convert)[0] == 0
-    assert run(capsys, "score", "--model", "M", "pool.jsonl", "scored.jsonl", "--progress", "false")[0] == 0
+    assert run(capsys, "score", "--model", "M", "pool.jsonl", "scored.jsonl", "--no-progress")[0] == 0
     status, printed, _ = run(capsys, "eval", "bon", "scored.jsonl", "--score", "prm_min,pred_score",
                              "--no-vote", "--bootstrap", "100")
     assert status == 0 and "bon_acc[prm_min]" in printed and "bon_acc[pred_score]" in printed

@@ -140,7 +140,7 @@ def test_cli_score(model_dir, sols, tmp_path):
     inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
     write_records(inp, sols[:5])
     assert main(["score", "--model", str(model_dir), str(inp), str(out), "--aggregations", "min,last",
-                 "--name", "v1", "--progress", "false"]) == 0
+                 "--name", "v1", "--no-progress"]) == 0
     got = list(read_solutions(out))
     assert set(got[0].scores) == {"v1_min", "v1_last"} and "v1_p_correct" in got[0].steps[0].scores
 

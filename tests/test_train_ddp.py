@@ -31,7 +31,7 @@ def _run(args: list[str], processes: int, cwd: Path) -> None:
 def test_two_processes_equal_one(tmp_path):
     write_records(tmp_path / "train.jsonl", make_solutions(64, seed=1))
     common = ["train", "prm", "--data", "train.jsonl", "--max-steps", "4", "--eval-every", "2",
-              "--eval-fraction", "0.2", "--save-every", "0", "--progress", "false", "--tensorboard", "false"]
+              "--eval-fraction", "0.2", "--save-every", "0", "--no-progress", "--no-tensorboard"]
     _run(common + ["--out-dir", "two", "--batch-size", "4"], 2, tmp_path)
     _run(common + ["--out-dir", "one", "--batch-size", "8"], 1, tmp_path)
     one, two = load_file(str(tmp_path / "one" / "model.safetensors")), load_file(str(tmp_path / "two" / "model.safetensors"))
@@ -41,8 +41,8 @@ def test_two_processes_equal_one(tmp_path):
 
     # Scoring with two processes shards the input and merges it in input order.
     write_records(tmp_path / "in.jsonl", make_solutions(9, seed=4))
-    _run(["score", "--model", "one", "in.jsonl", "out2.jsonl", "--progress", "false", "--batch-size", "2"], 2, tmp_path)
-    _run(["score", "--model", "one", "in.jsonl", "out1.jsonl", "--progress", "false"], 1, tmp_path)
+    _run(["score", "--model", "one", "in.jsonl", "out2.jsonl", "--no-progress", "--batch-size", "2"], 2, tmp_path)
+    _run(["score", "--model", "one", "in.jsonl", "out1.jsonl", "--no-progress"], 1, tmp_path)
     import json
     a = [json.loads(x) for x in (tmp_path / "out1.jsonl").read_text().splitlines()]
     b = [json.loads(x) for x in (tmp_path / "out2.jsonl").read_text().splitlines()]
@@ -56,7 +56,7 @@ def test_two_processes_equal_one(tmp_path):
 def test_two_processes_equal_one_with_features(tmp_path):
     """The same with a base pretrained by ``kind lm`` and surprise features through the adapter."""
     write_records(tmp_path / "train.jsonl", make_solutions(64, seed=1))
-    quiet = ["--save-every", "0", "--progress", "false", "--tensorboard", "false", "--eval-fraction", "0"]
+    quiet = ["--save-every", "0", "--no-progress", "--no-tensorboard", "--eval-fraction", "0"]
     _run(["train", "lm", "--data", "train.jsonl", "--out-dir", "base", "--max-steps", "4",
           "--batch-size", "8", *quiet], 1, tmp_path)
     common = ["train", "prm", "--data", "train.jsonl", "--base-model", "base", "--features", "surprise:base",
@@ -74,7 +74,7 @@ def test_gpu_bf16_run(tmp_path):
     write_records(tmp_path / "train.jsonl", make_solutions(64, seed=1))
     env = {**os.environ}
     cmd = [sys.executable, "-m", "prmkit", "train", "prm", "--data", "train.jsonl", "--out-dir", "gpu", "--max-steps", "4",
-           "--batch-size", "8", "--progress", "false"]
+           "--batch-size", "8", "--no-progress"]
     done = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     assert (tmp_path / "gpu" / "model.safetensors").exists()

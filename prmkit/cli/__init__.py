@@ -109,10 +109,10 @@ USER_ERROR = 2
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """``argv`` parsed by the whole command tree, an ``OUT`` written after options included
     (:func:`prmkit.cli.flags.late_output`)."""
-    from prmkit.cli.flags import late_output
+    from prmkit.cli.flags import late_output, switch_words
 
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(switch_words(parser, sys.argv[1:] if argv is None else list(argv)))
     if late_output(args, extra):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return args

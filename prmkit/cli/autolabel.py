@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import add_settings
 
 EPILOG = """\
 examples:
@@ -46,7 +47,7 @@ def add_auto(sub) -> None:
     p.add_argument("output", metavar="OUT", help="labelled prmkit JSONL (.gz ok), written when every solution is done")
     p.add_argument("--from", dest="input_format", default="prmkit", help="format of IN (a `prmkit data convert "
                                                                          "--from` format)")
-    p.add_argument("--recipe", default=None, help="recipe file (YAML or TOML) with settings; flags override it")
+    add_settings(p)
     add_config_arguments(p, AutoLabelConfig)
     add_config_arguments(p.add_argument_group("rollout generator (as prmkit generate)"), GenerateConfig, skip=SHARED)
     p.set_defaults(func=run_auto)
@@ -55,13 +56,13 @@ def add_auto(sub) -> None:
 def run_auto(args) -> int:
     import dataclasses
 
-    from prmkit.cli.generate import config_of
+    from prmkit.config import from_args
     from prmkit.generate.config import GenerateConfig
     from prmkit.label.auto.config import AutoLabelConfig
     from prmkit.label.auto.run import label_file
 
-    cfg = config_of(args, AutoLabelConfig)
-    gen = dataclasses.replace(config_of(args, GenerateConfig), progress=False)
+    cfg = from_args(AutoLabelConfig, args)
+    gen = dataclasses.replace(from_args(GenerateConfig, args), progress=False)
     summary = label_file(args.input, args.output, cfg, gen, input_format=args.input_format)
     print(json.dumps(summary))
     return 0

@@ -2,8 +2,9 @@
 and old spellings that keep working for one release.
 
 - :func:`add_switch`: ``--x`` switches on, ``--no-x`` off: the grammar every switch shares (a config's
-  switches, :func:`prmkit.train.config.add_config_arguments`, also take ``--x true|false``, as a recipe
-  would write them);
+  switches too, :func:`prmkit.train.config.add_config_arguments`; :func:`switch_words` reads their older
+  ``--x true|false``);
+- :func:`add_settings`: ``--recipe FILE`` and ``--set KEY=VALUE``, read by :func:`prmkit.config.from_args`;
 - :func:`renamed`: a flag renamed to the vocabulary's spelling: the old one is hidden from ``--help``, does
   what the new one does, and warns with the new name (``FutureWarning``, printed by default);
 - :func:`output_argument`: an output file as the positional ``OUT`` that an older ``--out FILE`` also sets.
@@ -12,6 +13,7 @@ and old spellings that keep working for one release.
 from __future__ import annotations
 
 import argparse
+import warnings
 
 from prmkit.config import Renamed, renamed
 
@@ -27,11 +29,11 @@ Every command spells the same idea the same way:
 | a list of N | `--ns N,N,...` | `prmkit eval bon IN --ns 1,4,16` |
 | how many records to choose | `--count N` | `prmkit select IN OUT --count 500`, `prmkit label push IN --count 1000` |
 | rollouts per step prefix | `--rollouts K` | `prmkit label auto IN OUT --rollouts 8` |
-| a switch | `--x` on, `--no-x` off (a config's switches also take `--x true\\|false`) | `--skip-invalid`, `--no-vote` |
-| settings | `--recipe FILE`, and `--set KEY=VALUE` where a command has dotted settings; flags override | `prmkit lab run --set rm.max_steps=400` |
+| a switch | `--x` on, `--no-x` off; it takes no value | `--skip-invalid`, `--no-vote` |
+| settings | `--recipe FILE` < `--set KEY=VALUE` < the flags, where a command has a config | `prmkit train prm --set lr=1e-4`, `prmkit lab run --set rm.max_steps=400` |
 
 The spellings before this vocabulary (`--out FILE`, `--format`, `-f`, `--samples`, `--k`, `--n` for a list of
-N in `eval bon`) still work for one release: each prints a `FutureWarning` naming its new spelling.
+N in `eval bon`, `--x true|false`) still work for one release: each prints a `FutureWarning` naming its new spelling.
 """
 """The vocabulary as docs/cli.md states it (a test walks every command against it)."""
 
@@ -41,6 +43,16 @@ def add_switch(parser, flag: str, help: str, default: bool = False) -> None:
     state = "on" if default else "off"
     parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=default,
                         help=f"{help} (default: {state})")
+
+
+def add_settings(parser) -> None:
+    """``--recipe FILE`` and ``--set KEY=VALUE`` (repeatable) of a command with a config; the command builds
+    it with :func:`prmkit.config.from_args` (defaults < recipe < ``--set`` < flags)."""
+    parser.add_argument("--recipe", default=None, metavar="FILE",
+                        help="recipe file (YAML, TOML or JSON) of settings by field name; --set and flags override it "
+                             "(default: none)")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                        help="one setting by field name (repeatable); flags override it (default: none)")
 
 
 def complete_switches(parser: argparse.ArgumentParser) -> None:
@@ -57,6 +69,40 @@ def complete_switches(parser: argparse.ArgumentParser) -> None:
                 container.add_argument(off, dest=action.dest, action="store_false", help=argparse.SUPPRESS)
                 if action.help and action.help is not argparse.SUPPRESS:
                     action.help += f" ({off} switches it off)"
+
+
+def switch_words(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``argv`` with a config switch's older ``--x true|false`` spelt ``--x`` / ``--no-x`` (with a warning):
+    a switch takes no value, so ``--per-problem IN`` can never read ``IN`` as its value.
+
+    >>> p = argparse.ArgumentParser(prog="prmkit t")
+    >>> a = p.add_argument("--x", action="store_const", const="true"); a.takes_word = True
+    >>> import warnings
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     switch_words(p, ["--x", "false", "in.jsonl"])
+    ['--no-x', 'in.jsonl']
+    """
+    leaf, rest = parser, list(argv)
+    for token in argv:  # follow the subcommands named in argv down to the command that parses the rest
+        subs = [a for a in leaf._actions if isinstance(a, argparse._SubParsersAction)]
+        if subs and token in subs[0].choices:
+            leaf = subs[0].choices[token]
+    words = {s for a in leaf._actions if getattr(a, "takes_word", False) for s in a.option_strings}
+    out, i = [], 0
+    while i < len(rest):
+        token = rest[i]
+        nxt = rest[i + 1].lower() if i + 1 < len(rest) else ""
+        if token in words and not token.startswith("--no-") and nxt in ("true", "false"):
+            new = token if nxt == "true" else f"--no-{token[2:]}"
+            warnings.warn(f"{leaf.prog}: {token} {rest[i + 1]} is renamed {new}; the old spelling goes in the next "
+                          "release", FutureWarning, stacklevel=2)
+            out.append(new)
+            i += 2
+            continue
+        out.append(token)
+        i += 1
+    return out
 
 
 def output_argument(parser, metavar: str = "OUT", help: str = "file to write") -> None:
@@ -84,4 +130,4 @@ def late_output(args, extra: list[str]) -> list[str]:
     return extra
 
 
-__all__ = ["add_switch", "complete_switches", "late_output", "output_argument", "renamed"]
+__all__ = ["add_settings", "add_switch", "complete_switches", "late_output", "output_argument", "renamed", "switch_words"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import add_settings
 
 EPILOG = """\
 examples:
@@ -18,7 +19,7 @@ examples:
 Every sample is a prmkit record: steps (the paper's newline format unless --steps says otherwise), the
 final answer extracted and graded against the problem's answer, the generator and its sampling settings.
 A rerun resumes: samples already in OUT or its partial file (.OUT.part) are skipped, never duplicated.
-Settings: defaults < --recipe file (YAML/TOML, keys = the flag names with underscores) < flags.
+Settings: defaults < --recipe file (YAML/TOML, keys = the flag names with underscores) < --set < flags.
 """
 
 
@@ -35,26 +36,16 @@ def register(subparsers) -> None:
     p.add_argument("output", metavar="OUT", help="prmkit JSONL (.gz ok), written when every problem is done")
     p.add_argument("--from", dest="input_format", default="prmkit",
                    help="format of IN (a `prmkit data convert --from` format: prmkit, math, gsm8k, competition, ...)")
-    p.add_argument("--recipe", default=None, help="recipe file (YAML or TOML) with settings; flags override it")
+    add_settings(p)
     add_config_arguments(p, GenerateConfig)
     p.set_defaults(func=run_generate)
 
 
-def config_of(args, cls):
-    """``cls`` from defaults < ``--recipe`` < the flags given (the fields of ``cls`` only)."""
-    import dataclasses
-
-    from prmkit.train.config import read_recipe, resolve
-
-    recipe = read_recipe(args.recipe) if getattr(args, "recipe", None) else {}
-    names = {f.name for f in dataclasses.fields(cls)}
-    return resolve(cls, recipe, {k: v for k, v in vars(args).items() if k in names})
-
-
 def run_generate(args) -> int:
+    from prmkit.config import from_args
     from prmkit.generate.config import GenerateConfig
     from prmkit.generate.run import generate_file
 
-    summary = generate_file(args.input, args.output, config_of(args, GenerateConfig), input_format=args.input_format)
+    summary = generate_file(args.input, args.output, from_args(GenerateConfig, args), input_format=args.input_format)
     print(json.dumps(summary))
     return 0

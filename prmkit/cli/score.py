@@ -6,6 +6,7 @@ import json
 import sys
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import add_settings
 
 EPILOG = """\
 examples:
@@ -36,21 +37,19 @@ def register(subparsers) -> None:
     p.add_argument("output", metavar="OUT", help="scored JSONL (.gz ok), written atomically")
     p.add_argument("--allow-empty", action="store_true", help="score an IN with no records into an empty OUT, "
                                                                "instead of refusing it")
+    add_settings(p)
     add_config_arguments(p, ScoreConfig)
     p.set_defaults(func=run_score)
 
 
 def run_score(args) -> int:
-    import dataclasses
-
+    from prmkit.config import from_args
     from prmkit.io import require_records
     from prmkit.score import ScoreConfig, score_file
-    from prmkit.train.config import resolve
 
     if not args.allow_empty:  # before the model loads: a missing, empty or broken IN fails at once
         require_records(args.input, "--allow-empty writes an empty OUT")
-    names = {f.name for f in dataclasses.fields(ScoreConfig)}
-    cfg = resolve(ScoreConfig, None, {k: v for k, v in vars(args).items() if k in names})
+    cfg = from_args(ScoreConfig, args)
     summary = score_file(args.model, args.input, args.output, cfg)
     print(json.dumps(summary))
     warning = truncation_warning(summary["truncation"], args.model)

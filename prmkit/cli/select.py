@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 
 from prmkit.cli import HelpFormatter
-from prmkit.cli.flags import renamed
+from prmkit.cli.flags import add_settings
 
 EPILOG = """\
 examples:
@@ -28,33 +27,25 @@ docs/labelling.md ("Choosing what to label") describes the strategies.
 
 def register(subparsers) -> None:
     from prmkit.select import SelectConfig
+    from prmkit.train.config import add_config_arguments
 
-    helps = {f.name: f.metadata["help"] for f in dataclasses.fields(SelectConfig)}
-    d = SelectConfig()
     p = subparsers.add_parser("select", help="choose which scored solutions to label", formatter_class=HelpFormatter,
                               epilog=EPILOG,
                               description="Choose solutions of IN with a selection strategy and write them to OUT, "
                                           "in serving order.")
     p.add_argument("input", metavar="IN", help="scored prmkit records (JSONL, .gz ok)")
     p.add_argument("output", metavar="OUT", help="the chosen records (JSONL, .gz ok), written atomically")
-    p.add_argument("--strategy", default=d.strategy, choices=dataclasses.fields(SelectConfig)[0].metadata["choices"],
-                   help=helps["strategy"])
-    p.add_argument("--score", metavar="COL", default=d.score, help=helps["score"])
-    p.add_argument("--count", dest="k", type=int, default=d.k, help=helps["k"])
-    renamed(p, "--k", "--count")
-    p.add_argument("--per-problem", action="store_true", help=helps["per_problem"])
-    p.add_argument("--wrong-share", type=float, default=d.wrong_share, help=helps["wrong_share"])
-    p.add_argument("--wrong-grades", metavar="G[,G]", default=",".join(d.wrong_grades), help=helps["wrong_grades"])
-    p.add_argument("--seed", type=int, default=d.seed, help=helps["seed"])
+    add_settings(p)
+    add_config_arguments(p, SelectConfig)
     p.set_defaults(func=run_select)
 
 
 def run_select(args: argparse.Namespace) -> int:
+    from prmkit.config import from_args
     from prmkit.io import NoRecords, read_solutions, write_records
     from prmkit.select import SelectConfig, select, summarise
 
-    config = SelectConfig(strategy=args.strategy, score=args.score, k=args.k, per_problem=args.per_problem,
-                          wrong_share=args.wrong_share, wrong_grades=tuple(args.wrong_grades.split(",")), seed=args.seed)
+    config = from_args(SelectConfig, args)
     candidates = list(read_solutions(args.input))
     if not candidates:
         raise NoRecords(args.input)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import add_settings
 
 EPILOG = """\
 examples:
@@ -35,14 +36,15 @@ def register(subparsers) -> None:
                               description="Serve a local causal LM on /v1/completions and /v1/chat/completions, "
                                           "a prmkit reward model on /v1/score, and/or a PRM as a critique judge "
                                           "on /v1/chat/completions (--critic), on loopback by default.")
+    add_settings(p)
     add_config_arguments(p, ServeConfig)
     p.set_defaults(func=run_serve)
 
 
 def run_serve(args) -> int:
-    from prmkit.cli.generate import config_of
+    from prmkit.config import from_args
     from prmkit.serve import serve
     from prmkit.serve.app import ServeConfig
 
-    serve(config_of(args, ServeConfig))
+    serve(from_args(ServeConfig, args))
     return 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from prmkit.cli import HelpFormatter
+from prmkit.cli.flags import add_settings
 
 EPILOG = """\
 examples:
@@ -16,7 +17,7 @@ examples:
   prmkit train prm --data train.jsonl --base-model runs/base --features surprise:runs/base --out-dir runs/prm
   accelerate launch --num_processes 8 -m prmkit train prm --recipe recipes/prm-gpu.yaml
 
-Settings: defaults < --recipe file (YAML/TOML, keys = the flag names with underscores; --out-dir is `out`) < flags.
+Settings: defaults < --recipe file (YAML/TOML, keys = the flag names with underscores; --out-dir is `out`) < --set < flags.
 Rerunning the same command resumes from the latest checkpoint in --out-dir. The output folder loads
 with `prmkit score` and with transformers' from_pretrained (docs/training.md).
 """
@@ -32,7 +33,7 @@ def register(subparsers) -> None:
                                "models, or the source of their surprise features)"))):
         p = sub.add_parser(kind, help=f"train {text}", formatter_class=HelpFormatter, epilog=EPILOG,
                            description=f"Train {text}.")
-        p.add_argument("--recipe", default=None, help="recipe file (YAML or TOML) with settings; flags override it")
+        add_settings(p)
         _add_config_flags(p, kind)
         p.set_defaults(func=run_train, kind=kind)
 
@@ -71,16 +72,13 @@ def check_recipe_kind(recipe: dict, kind: str, path: str) -> None:
 
 
 def build_config(args):
-    """The TrainConfig of parsed arguments: defaults < recipe < flags given on the command line."""
-    import dataclasses
-
-    from prmkit.train.config import TrainConfig, read_recipe, resolve
+    """The TrainConfig of parsed arguments: defaults < recipe < ``--set`` < flags given on the command line."""
+    from prmkit.config import from_args, read_recipe
+    from prmkit.train.config import TrainConfig
 
     recipe = read_recipe(args.recipe) if args.recipe else {}
     check_recipe_kind(recipe, args.kind, args.recipe)
-    names = {f.name for f in dataclasses.fields(TrainConfig)}
-    flags = {k: v for k, v in vars(args).items() if k in names}
-    cfg = resolve(TrainConfig, recipe, flags)
+    cfg = from_args(TrainConfig, args, recipe)
     if not cfg.data or not cfg.out:
         raise ValueError("--data and --out-dir are required (on the command line or in the recipe)")
     return cfg

@@ -207,12 +207,13 @@ def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, 
         text = f.metadata["help"]
         # a help that already says its default ("; default: the model kind") is not told it twice
         default_note = "" if "default:" in text or "(default" in text else f"default: {shown}"
-        if tp is bool:  # one grammar for switches everywhere: --x, --x true|false, --no-x
+        if tp is bool:  # one grammar for switches everywhere: --x on, --no-x off (docs/cli.md)
             notes = "; ".join(n for n in (default_note, f"--no-{flag[2:]} to switch off") if n)
-            parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, nargs="?", const="true",
-                                metavar="true|false", help=f"{text} ({notes})")
-            parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const", const="false",
-                                default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+            on = parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, action="store_const", const="true",
+                                     help=f"{text} ({notes})")
+            off = parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const", const="false",
+                                      default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+            on.takes_word = off.takes_word = True  # `--x true|false` still read, for one release (prmkit.cli.flags)
             continue
         meta = f.metadata.get("metavar", {list: "A,B"}.get(tp, f.name.upper()))
         parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, metavar=meta,

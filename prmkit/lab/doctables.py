@@ -26,6 +26,12 @@ from pathlib import Path
 
 from prmkit.lab.targets import POOL_NAMES, findings_rows, pooled_rows
 
+PAPER_ROWS = [("step-judge limit@{N}", "step_limit@{N}"), ("paper PRM min@{N}", "prm_paper_min@{N}"),
+              ("paper ORM@{N}", "orm_paper@{N}"), ("paper PRM min@16", "prm_paper_min@16"), ("paper ORM@16", "orm_paper@16"),
+              ("valid solution, PRM min@{N}", "valid_prm_min@{N}"), ("valid solution, ORM@{N}", "valid_orm@{N}"),
+              ("valid solution, paper PRM min@{N}", "valid_prm_paper_min@{N}"),
+              ("valid solution, paper ORM@{N}", "valid_orm_paper@{N}"), ("paper PRM step AUROC", "prm_paper_step_auroc")]
+"""Rows a run with the ceilings and the paper's arms has (a row a summary lacks is left out)."""
 EVAL_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("PRM product@{N}", "prm_product@{N}"), ("PRM mean@{N}", "prm_mean@{N}"),
              ("PRM last@{N}", "prm_last@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{N}", "majority@{N}"),
              ("weighted vote by PRM min@{N}", "weighted_prm_min@{N}"), ("weighted vote by ORM@{N}", "weighted_orm@{N}"),
@@ -34,11 +40,11 @@ EVAL_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("PRM product@{N}", "prm_product@{N
              ("label-free, likelihood_min@{N}", "likelihood_min@{N}"), ("PRM min@16", "prm_min@16"),
              ("ORM@16", "orm@16"), ("majority@16", "majority@16"), ("pass@{N}", "pass@{N}"),
              ("first sample", "first_sample"), ("PRM step AUROC (vs the oracle)", "prm_step_auroc"),
-             ("base-model likelihood step AUROC", "likelihood_step_auroc")]
+             ("base-model likelihood step AUROC", "likelihood_step_auroc"), *PAPER_ROWS]
 OOD_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{N}", "majority@{N}"),
             ("weighted vote by PRM min@{N}", "weighted_prm_min@{N}"), ("weighted vote by ORM@{N}", "weighted_orm@{N}"),
             ("label-free (better likelihood)@{N}", "label_free@{N}"), ("PRM min@16", "prm_min@16"),
-            ("pass@{N}", "pass@{N}"), ("PRM step AUROC", "prm_step_auroc")]
+            ("pass@{N}", "pass@{N}"), ("PRM step AUROC", "prm_step_auroc"), *PAPER_ROWS]
 
 
 def _cell(key: str, value: float) -> str:

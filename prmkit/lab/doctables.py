@@ -231,6 +231,21 @@ def stalls_table(record: dict) -> str:
                      "--set over that commit's recipe", "commit"], rows)
 
 
+def models_table(summary: dict) -> str:
+    """Every reward model of a run, per seed: the chosen restart's validation metrics and where it stopped
+    (``models`` in the summary: :func:`prmkit.lab.run.model_records`)."""
+    rows = []
+    for seed, models in summary["models"].items():
+        for name, m in sorted(models.items()):
+            stop = "early" if m.get("stopped_early") else "at the cap"
+            rows.append([seed, name.removeprefix("rm-"), f"{m['step_auroc']:.3f}", f"{m['eval_loss']:.3f}",
+                         f"{m['eval_prior_loss']:.3f}", f"{m['best_step']} / {m['last_step']} ({stop})",
+                         f"{m['chosen'] + 1} of {m['restarts']}", str(len(m.get("rejected", []))),
+                         f"{m['train_seconds']:.0f}"])
+    return markdown(["seed", "model", "validation step AUROC", "validation loss", "class-prior loss",
+                     "best / last step", "chosen restart", "rejected", "train s"], rows)
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
@@ -243,6 +258,7 @@ TABLES = {
     "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s.get("auroc_spreads", {"PRM": s["auroc_spread"]}))),
     "lab-findings": lambda s: markdown(*findings_rows(s["findings"])),
     "lab-paper-findings": lambda s: markdown(*findings_rows(s["paper_findings"])),
+    "lab-models": models_table,
     "stalls": stalls_table,
     "calibration-chosen": calibration_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},

@@ -90,7 +90,7 @@ def recipe_for(rm, count: int):
     """The recipe arm data of ``count`` solutions trains by: ``rm``, its step cap raised to :data:`MAX_PASSES`
     passes over the data and its early-stopping floor to one pass, where those are more. Steps are counted
     in batches, so one cap cannot mean "to convergence" for 2,000 solutions and for 20,000: at 600 steps the
-    10x ORM saw its data about once and was still improving (development seed 0, ``docs/lab.md``). Arms of
+    10x ORM saw its data about once and the cap stopped it (development seed 0, ``docs/lab.md``). Arms of
     the run's label budget are unchanged (a pass is 63 steps); a recipe without early stopping (the studies') is
     never changed."""
     if rm.early_stop_patience <= 0:

@@ -159,6 +159,7 @@ def quick_study(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # a guard against a hang, not a speed target: 10+ min on 2 busy cores
 def test_quick_study_end_to_end(lab_cache, quick_study):
     from prmkit.lab.study.active import run_study
 

@@ -60,6 +60,7 @@ def test_bon_curves_follow_each_problem_whatever_the_file_order():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # a guard against a hang, not a speed target: 10+ min on 2 busy cores
 def test_quick_pressure_study_end_to_end(tmp_path):
     from prmkit.lab.study.config import study_preset
     from prmkit.lab.study.pressure import run_study

@@ -161,6 +161,7 @@ def test_a_run_seed_may_not_be_the_large_prms_seed(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(2400)  # a guard against a hang, not a speed target: 10+ min on 2 busy cores
 def test_quick_study_end_to_end(tmp_path, lab_cache):
     from prmkit.lab.study.synthetic import run_study
 

@@ -52,7 +52,9 @@ def source_commit() -> dict[str, str | bool] | None:
 def run_record(extra: tuple[str, ...] = ()) -> dict:
     """What every run's ``summary.json`` records of where its numbers came from: the numeric stack and the
     source commit (the command and the seeds are the run's own)."""
-    return {"stack": numeric_stack(extra), "source": source_commit()}
+    source = source_commit()
+    # the commit at the top level too, where a reader of the summary looks for it (None outside a checkout)
+    return {"stack": numeric_stack(extra), "source": source, "commit": (source or {}).get("commit")}
 
 
 def read_pins(path: str | Path) -> dict[str, str]:

@@ -189,8 +189,9 @@ def test_prm800k_sample_files_are_read_by_the_prm800k_reader(shared_data, tmp_pa
     src, out = shared_data / "prm800k/openr_samples_prm800k.jsonl", tmp_path / "p.jsonl"
     status, printed, _ = run(capsys, "data", "convert", "--from", "prm800k", src, out)
     assert status == 0 and "read 6 records, wrote 6 rows, rejected 0" in printed
-    # one name, one schema: prm800k-samples is eval bon's scored-sample format, not a convert alias
-    assert "prm800k-samples" not in FORMATS
+    # one name, one schema: prm800k-samples, the released scored samples, is another format, not an alias
+    status, _, err = run(capsys, "data", "convert", "--from", "prm800k-samples", src, tmp_path / "s.jsonl")
+    assert status == 2 and "openr_samples_prm800k.jsonl:1: field 'problem': missing required field" in err
 
 
 @pytest.mark.shared_data

@@ -7,10 +7,10 @@ import json
 import numpy as np
 import pytest
 
+from prmkit.convert.candidates import gsm8k_example_answer
 from prmkit.evaluate.pool import (
     detect_format,
     group_answers,
-    gsm8k_example_answer,
     load_pool,
     pool_from_lists,
 )

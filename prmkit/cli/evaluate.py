@@ -9,6 +9,7 @@ from pathlib import Path
 
 from prmkit.cli import HelpFormatter
 from prmkit.cli.flags import add_switch, renamed
+from prmkit.convert import solution_formats, step_score_formats
 
 BON_EPILOG = """\
 examples:
@@ -55,9 +56,9 @@ def _register_bon(sub) -> None:
     p.add_argument("--ns", dest="n", default=None, metavar="N,N,...",
                    help="comma-separated N values; default: powers of 2 up to --pad-to")
     renamed(p, "--n", "--ns")
-    p.add_argument("--from", dest="format", default="auto",
-                   choices=["auto", "prmkit", "qwen-candidates", "gsm8k-examples", "prm800k-samples"],
-                   help="format of IN; auto detects it from the first record")
+    p.add_argument("--from", dest="format", default="auto", choices=["auto", *solution_formats()], metavar="FORMAT",
+                   help="format of IN: any solution format of `prmkit data formats`; auto detects prmkit, "
+                        "qwen-candidates, gsm8k-examples and prm800k-samples from the first record")
     renamed(p, "--format", "--from")
     p.add_argument("--pad-to", type=int, default=None,
                    help="padded pool size M_pad (the released protocol uses 1860); default: the largest pool")
@@ -82,7 +83,7 @@ def _register_steps(sub) -> None:
                        formatter_class=HelpFormatter, epilog=STEPS_EPILOG)
     p.add_argument("files", metavar="IN", nargs="+", help="step-scored files, one subset each")
     p.add_argument("--score", default="p_correct", help="key of the per-step score (higher = step more likely correct)")
-    p.add_argument("--from", dest="format", default="auto", choices=["auto", "processbench", "prmkit"],
+    p.add_argument("--from", dest="format", default="auto", choices=["auto", *step_score_formats()],
                    help="format of IN")
     renamed(p, "--format", "--from")
     p.add_argument("--dev", nargs="+", default=None, metavar="DEV",

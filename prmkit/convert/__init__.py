@@ -60,6 +60,8 @@ __all__ = [
     "convert_file",
     "read",
     "read_solutions_only",
+    "solution_formats",
+    "step_score_formats",
 ]
 
 
@@ -80,7 +82,7 @@ def _write_prmkit(records: Iterable[Any], path, options: Options = DEFAULTS, dro
 
 _FORMATS = [
     Format("prmkit", "prmkit records, one JSON object per line (.gz ok): solutions or problems",
-           _read_prmkit, _write_prmkit, holds="any"),
+           _read_prmkit, _write_prmkit, holds="any", step_scores=True),
     Format("prm800k", "PRM800K raw records (phase 1 and 2; JSONL, JSON array or pretty-printed objects); lossless",
            prm800k.read, prm800k.write),
     Format("stepwise-critic", "PRM800K denormalised to one row per candidate step; step trees rebuilt",
@@ -94,12 +96,14 @@ _FORMATS = [
     Format("math-aps-tree", "Monte-Carlo-valued step tree (MATH-APS / OmegaPRM): text, mc_value, children",
            aps.read_tree, aps.write_tree),
     Format("processbench", "ProcessBench: steps + 0-based index of the first wrong step (-1: none)",
-           processbench.read, processbench.write),
+           processbench.read, processbench.write, step_scores=True),
     Format("prmbench", "PRMBench: modified process with 1-based error_steps (read only)", prmbench.read, None),
     Format("qwen-candidates", "Qwen2.5-Math sampled solutions per problem (code, pred, score, pred_score); "
            "a solution per sample (read only)", candidates.read_qwen, None, split=candidates.QWEN_SPLIT),
     Format("gsm8k-examples", "grade-school-math example model solutions, 4 per problem with is_correct "
            "(read only)", candidates.read_gsm8k_examples, None, split=candidates.GSM8K_SPLIT),
+    Format("prm800k-samples", "PRM800K's released scored samples, one per line: problem, answer, is_correct, "
+           "prm_score, orm_score (read only)", candidates.read_prm800k_samples, None),
     Format("text", "one solution text per row: problem, solution, optional answer (the reference) and id "
            "(read only)", text.read, None, split=text.DEFAULT_SPLIT),
     Format("math", "MATH / MATH-500 problems: problem, solution, answer, subject, level, unique_id",
@@ -111,6 +115,24 @@ _FORMATS = [
 ]
 FORMATS: dict[str, Format] = {f.name: f for f in _FORMATS}
 """Every format by name: what ``--from`` and ``--to`` accept."""
+
+
+def solution_formats() -> list[str]:
+    """The formats read as sampled solutions: what ``prmkit eval bon --from`` takes (a pool of them).
+
+    >>> "prm800k-samples" in solution_formats(), "math" in solution_formats()
+    (True, False)
+    """
+    return [f.name for f in _FORMATS if f.read is not None and f.holds != "problems"]
+
+
+def step_score_formats() -> list[str]:
+    """The formats whose rows can carry a PRM's per-step scores: what ``prmkit eval steps --from`` takes.
+
+    >>> step_score_formats()
+    ['prmkit', 'processbench']
+    """
+    return [f.name for f in _FORMATS if f.step_scores]
 
 
 @dataclass

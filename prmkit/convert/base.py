@@ -87,6 +87,8 @@ class Format:
     split: str | None = None
     """The default of ``Options.split`` for a format that stores each solution as one text; None for a
     format whose rows hold steps already (``--split`` is then an error)."""
+    step_scores: bool = False
+    """Whether a row can carry a PRM's per-step scores, so that ``prmkit eval steps --from`` reads it."""
 
 
 class Dropped(Exception):

@@ -58,10 +58,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from prmkit.convert.base import DEFAULTS, Options, numbered_rows, opt, req
+from prmkit.convert.base import DEFAULTS, Options, numbered_rows, opt, req, rows
 from prmkit.convert.text import sample_solution
 from prmkit.grade import extract_answer
-from prmkit.schema import Generator, Problem, SchemaError, Solution, check_type
+from prmkit.schema import Generator, Problem, SchemaError, Solution, Step, check_type
 
 QWEN = "qwen-candidates"
 QWEN_SPLIT = "paragraphs"
@@ -183,16 +183,107 @@ def from_gsm8k_examples(d: Any, line: int, options: Options = DEFAULTS) -> list[
                       answer=gsm8k_example_answer(reference) if reference else None,
                       meta={GSM8K: extra} if extra else {})
     out = []
-    for j, model in enumerate(GSM8K_EXAMPLE_MODELS):
+    for j, (model, text, answer, correct) in enumerate(gsm8k_samples(d)):
+        rest = {k: v for k, v in d[model].items() if k not in ("solution", "is_correct")}
+        out.append(sample_solution(problem, text, f"{model}.solution", options, GSM8K_SPLIT, j, answer, correct,
+                                   generator=Generator(model), meta={GSM8K: rest} if rest else {}))
+    return out
+
+
+def gsm8k_samples(d: Any) -> list[tuple[str, str, str | None, bool]]:
+    """Per sample of one ``gsm8k-examples`` row, checked, in :data:`GSM8K_EXAMPLE_MODELS` order:
+    (model, text, answer after ``A:``, is_correct).
+
+    >>> row = {m: {"solution": "1+1 = 2\\nA: 2", "is_correct": True} for m in GSM8K_EXAMPLE_MODELS}
+    >>> gsm8k_samples(row)[0]
+    ('6b_finetuning', '1+1 = 2\\nA: 2', '2', True)
+    """
+    out = []
+    for model in GSM8K_EXAMPLE_MODELS:
         sample = req(d, model, (dict,))
         text = req(sample, "solution", (str,), model)
-        rest = {k: v for k, v in sample.items() if k not in ("solution", "is_correct")}
-        out.append(sample_solution(problem, text, f"{model}.solution", options, GSM8K_SPLIT, j,
-                                   gsm8k_example_answer(text), req(sample, "is_correct", (bool,), model),
-                                   generator=Generator(model), meta={GSM8K: rest} if rest else {}))
+        out.append((model, text, gsm8k_example_answer(text), req(sample, "is_correct", (bool,), model)))
     return out
 
 
 def read_gsm8k_examples(path, options: Options = DEFAULTS, rejects=None) -> Iterator[Solution]:
     """Stream the solutions of a ``gsm8k-examples`` file, four per problem."""
     return numbered_rows(path, lambda value, line: from_gsm8k_examples(value, line, options), rejects)
+
+
+# --- prm800k-samples -----------------------------------------------------------------------------
+
+PRM800K_SAMPLES = "prm800k-samples"
+PRM800K_SCORES = ("prm_score", "orm_score")
+"""The score fields of a ``prm800k-samples`` record, each kept as a score of the same name."""
+PRM800K_SAMPLE_FIELDS = ("problem", "answer", "given_answer", "is_correct", "ground_truth_answer", "steps",
+                         *PRM800K_SCORES)
+
+
+def is_prm800k_sample(record: dict) -> bool:
+    """A released scored sample: ``problem`` text and ``is_correct``, and no prmkit steps (objects).
+
+    No score field is required, so that a first sample without one (answerless samples may lack them)
+    is still recognised. A prmkit record is never taken for one: its schema refuses ``is_correct`` at
+    the top level, and a prmkit solution's ``problem`` is an object; third-party files' ``steps``, if
+    any, are strings.
+
+    >>> is_prm800k_sample({"problem": "q", "is_correct": None}), is_prm800k_sample({"problem": {"problem": "q"}})
+    (True, False)
+    """
+    steps = record.get("steps")
+    prmkit_steps = isinstance(steps, list) and any(isinstance(s, dict) for s in steps)
+    return isinstance(record.get("problem"), str) and "is_correct" in record and not prmkit_steps
+
+
+def prm800k_sample(d: Any) -> tuple[str, str | None, bool | None, dict[str, float]]:
+    """One released PRM800K scored sample, checked, with the semantics of openai/prm800k ``eval/eval.py``:
+    (problem text, answer, is_correct, scores).
+
+    The answer is ``answer`` when the key is there (null: no answer), else ``given_answer``. An
+    answerless sample is never picked, so its ``is_correct`` may be missing or null; an answered one
+    needs true or false. A missing or null score is left out.
+
+    >>> prm800k_sample({"problem": "q", "answer": None, "given_answer": "2", "prm_score": 1})
+    ('q', None, None, {'prm_score': 1.0})
+    """
+    check_type(d, (dict,), "record")
+    problem = req(d, "problem", (str,))
+    answer_key = "answer" if "answer" in d else "given_answer"
+    answer = opt(d, answer_key, (str,))
+    correct = opt(d, "is_correct", (bool,))
+    if correct is None and answer is not None and answer.strip():
+        raise SchemaError("is_correct", f"missing: a sample with an answer ({answer_key}) needs true or false")
+    return problem, answer, correct, {name: number(d[name], name) for name in PRM800K_SCORES
+                                      if d.get(name) is not None}
+
+
+def number(value: Any, name: str) -> float:
+    """A score as a float: an integer is read as one; a boolean or a string is a :class:`SchemaError`."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        got = "a boolean" if isinstance(value, bool) else type(value).__name__
+        raise SchemaError(name, f"expected a number, got {got}")
+    return float(value)
+
+
+def from_prm800k_sample(d: Any, options: Options = DEFAULTS) -> Solution:
+    """One scored sample as a :class:`Solution`: its ``steps`` (strings) when it has them, its answer and
+    grade (``is_correct``; answerless: incorrect), ``prm_score``/``orm_score`` as scores, the reference
+    ``ground_truth_answer`` as the problem's answer; other keys go to ``meta["prm800k-samples"]``.
+
+    >>> s = from_prm800k_sample({"problem": "1+1?", "answer": "2", "is_correct": True, "steps": ["2"],
+    ...                          "orm_score": 0.5, "level": 1})
+    >>> s.texts, s.answer, s.grade, s.scores, s.meta
+    (['2'], '2', 'correct', {'orm_score': 0.5}, {'prm800k-samples': {'level': 1}})
+    """
+    text, answer, correct, scores = prm800k_sample(d)
+    steps = [Step.of(check_type(t, (str,), f"steps[{i}]")) for i, t in enumerate(opt(d, "steps", (list,)) or [])]
+    extra = {k: v for k, v in d.items() if k not in PRM800K_SAMPLE_FIELDS}
+    return Solution(Problem(text, answer=opt(d, "ground_truth_answer", (str,))), steps, answer=answer,
+                    grade="correct" if correct else "incorrect", scores=scores,
+                    meta={PRM800K_SAMPLES: extra} if extra else {})
+
+
+def read_prm800k_samples(path, options: Options = DEFAULTS, rejects=None) -> Iterator[Solution]:
+    """Stream the solutions of a ``prm800k-samples`` file, one per line."""
+    return rows(path, lambda value: from_prm800k_sample(value, options), rejects)

@@ -54,12 +54,23 @@ from prmkit.schema import Generator, Problem, SchemaError, Solution, Step
 KEYS = ("id", "generator", "problem", "steps", "final_answer_correct", "label")
 
 
-def from_row(d: Any) -> Solution:
-    """One ProcessBench row as a :class:`Solution`."""
+def steps_and_label(d: Any) -> tuple[list, int]:
+    """A row's ``steps`` and its ``label`` (0-based first wrong step, -1: none), checked: what every
+    reader of a ProcessBench row needs (this converter, and ``prmkit eval steps``, which needs no more).
+
+    >>> steps_and_label({"steps": ["a", "b"], "label": 1})
+    (['a', 'b'], 1)
+    """
     texts = req(d, "steps", (list,))
     label = req(d, "label", (int,))
     if not -1 <= label < len(texts):
         raise SchemaError("label", f"first-error index {label} but the solution has {len(texts)} steps")
+    return texts, label
+
+
+def from_row(d: Any) -> Solution:
+    """One ProcessBench row as a :class:`Solution`."""
+    texts, label = steps_and_label(d)
     ratings = [1 if label == -1 or i < label else -1 if i == label else None for i in range(len(texts))]
     steps = [Step.of(text_of(t, f"steps[{i}]"), rating=r) for i, (t, r) in enumerate(zip(texts, ratings))]
     answer = extract_answer("\n".join(texts))

@@ -6,7 +6,7 @@ columns. Samples of one problem are contiguous (``offsets``), in file order, so 
 the first one the file lists. A million samples take about 30 MB (one byte per flag, four per group
 id, eight per score), and files are streamed, never held whole.
 
-Formats (``load_pool(path, format=...)``, ``"auto"`` detects them from the first record):
+Formats (``load_pool(path, format=...)``; ``"auto"`` detects the first four from the first record):
 
 ``prmkit``
     :class:`~prmkit.schema.Solution` records; samples grouped by ``problem.id`` (or the problem text).
@@ -21,6 +21,10 @@ Formats (``load_pool(path, format=...)``, ``"auto"`` detects them from the first
     One line per sample (openai/prm800k's released scored test samples, read as its ``eval/eval.py``
     reads them): ``problem`` text, ``answer`` (else ``given_answer``), ``is_correct``, and the score
     columns ``prm_score`` and ``orm_score`` where a sample has them. Grouped by the problem text.
+any other solution format of :data:`prmkit.convert.FORMATS` (``processbench``, ``trl``, ``text``...)
+    Read through its converter into :class:`~prmkit.schema.Solution` records, then as ``prmkit``. The
+    registry is the one list of names (:data:`FORMATS`); what a candidate file's fields mean is read by
+    :mod:`prmkit.convert.candidates` for both paths.
 
 >>> pool = pool_from_lists([["4", "4", "5"], ["x", None]], [[1, 1, 0], [0, 0]], {"rm": [[.9, .8, .1], [.2, .3]]},
 ...                        answer_key="exact")
@@ -38,14 +42,26 @@ from typing import Any
 
 import numpy as np
 
-from prmkit.convert.candidates import GSM8K_EXAMPLE_MODELS, gsm8k_example_answer, qwen_samples
+from prmkit.convert import read as read_format
+from prmkit.convert import solution_formats
+from prmkit.convert.base import req
+from prmkit.convert.candidates import (
+    GSM8K_EXAMPLE_MODELS,
+    gsm8k_samples,
+    is_prm800k_sample,
+    prm800k_sample,
+    qwen_samples,
+)
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate, parse_score_spec
 from prmkit.io import NoRecords, RecordError, iter_json
-from prmkit.schema import SchemaError, Solution, check_type
+from prmkit.schema import SchemaError, Solution
 
-FORMATS = ("prmkit", "qwen-candidates", "gsm8k-examples", "prm800k-samples")
-PRM800K_SCORES = ("prm_score", "orm_score")
-"""The score fields of a ``prm800k-samples`` record, each kept as a column of the same name."""
+NATIVE = ("prmkit", "qwen-candidates", "gsm8k-examples", "prm800k-samples")
+"""The formats read straight into a pool, a raw record at a time (the candidate files' own meaning of
+their columns, as the paper's and Qwen's evaluation scripts read them; ``auto`` detects these). Every
+other format is read through its converter."""
+FORMATS = tuple(solution_formats())
+"""Every format ``prmkit eval bon --from`` takes: one registry (:data:`prmkit.convert.FORMATS`)."""
 
 
 @dataclass
@@ -298,7 +314,7 @@ def detect_format(record: Any) -> str:
         return "qwen-candidates"
     if any(isinstance(record.get(m), dict) and "is_correct" in record[m] for m in GSM8K_EXAMPLE_MODELS):
         return "gsm8k-examples"
-    if _is_prm800k_sample(record):
+    if is_prm800k_sample(record):
         return "prm800k-samples"
     if "problem" in record:
         return "prmkit"
@@ -310,24 +326,36 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
               step_truth: Callable[[Solution], list | None] | None = None) -> Pool:
     """Stream a file into a :class:`Pool`. ``columns``: score specs to keep (``name`` or ``step_key:agg``); all when None.
 
-    ``step_truth(solution)``: the true rating (-1, 0, +1) of each step the solution took, or None where
-    unknown; default :func:`recorded_step_truth` (the records' own step ratings, as in human-verified
-    data). Where every sample has it, the pool carries :attr:`Pool.valid`."""
+    ``format``: any of :data:`FORMATS` (every solution format :mod:`prmkit.convert` reads), or ``auto``
+    to detect one of :data:`NATIVE` from the first record. ``step_truth(solution)``: the true rating
+    (-1, 0, +1) of each step the solution took, or None where unknown; default
+    :func:`recorded_step_truth` (the records' own step ratings, as in human-verified data). Where every
+    sample has it, the pool carries :attr:`Pool.valid`."""
+    if format not in FORMATS and format != "auto":
+        raise ValueError(f"unknown pool format {format!r} (expected one of {', '.join(FORMATS)})")
+    builder = PoolBuilder(columns, answer_key=answer_key, format=format)
+    truth = step_truth or recorded_step_truth
+    if format not in NATIVE + ("auto",):  # read by its converter: errors name file, line and field there
+        count = 0
+        for count, record in enumerate(_solutions_of(path, format), 1):
+            try:
+                _add_solution(builder, record, columns, truth)
+            except SchemaError as e:
+                raise RecordError(path, None, e.field, f"solution {record.id or count}: {e.message}") from None
+        if not count:
+            raise NoRecords(path)
+        return builder.build()
     records = iter_json(path)
     first = next(records, None)
     if first is None:
         raise NoRecords(path)
     if format == "auto":
         try:
-            format = detect_format(first.value)
+            builder.format = format = detect_format(first.value)
         except TypeError as e:
             raise RecordError(path, first.line, None, str(e)) from None
-    if format not in FORMATS:
-        raise ValueError(f"unknown pool format {format!r} (expected one of {', '.join(FORMATS)})")
-    builder = PoolBuilder(columns, answer_key=answer_key, format=format)
     add = {"prmkit": _add_prmkit, "qwen-candidates": _add_qwen, "gsm8k-examples": _add_gsm8k,
            "prm800k-samples": _add_prm800k}[format]
-    truth = step_truth or recorded_step_truth
     for raw in _chain(first, records):
         try:
             if format == "prmkit":
@@ -341,13 +369,25 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
     return builder.build()
 
 
+def _solutions_of(path, format: str) -> Iterator[Solution]:
+    """The records of a file read by :mod:`prmkit.convert`, which must be solutions."""
+    for record in read_format(path, format):
+        if not isinstance(record, Solution):
+            raise RecordError(path, None, None, f"format {format!r} gave a problem without steps; a pool holds "
+                              "sampled solutions")
+        yield record
+
+
 def _chain(first, rest) -> Iterator:
     yield first
     yield from rest
 
 
 def _add_prmkit(builder: PoolBuilder, value: Any, columns: list[str] | None, step_truth=None) -> None:
-    sol = Solution.from_dict(value)
+    _add_solution(builder, Solution.from_dict(value), columns, step_truth)
+
+
+def _add_solution(builder: PoolBuilder, sol: Solution, columns: list[str] | None, step_truth=None) -> None:
     key = sol.problem.id if sol.problem.id is not None else sol.problem.problem
     grade = _grade_of(sol)
     if grade == "unparseable":  # the grader could not decide: no verdict to evaluate (Pool.ungradable)
@@ -487,50 +527,13 @@ def _add_qwen(builder: PoolBuilder, value: dict, columns: list[str] | None) -> N
 
 
 def _add_gsm8k(builder: PoolBuilder, value: dict, columns: list[str] | None) -> None:
-    for model in GSM8K_EXAMPLE_MODELS:
-        sample = value[model]
-        builder.add(value["question"], gsm8k_example_answer(sample["solution"]), bool(sample["is_correct"]), {})
-
-
-def _is_prm800k_sample(record: dict) -> bool:
-    """A released scored sample: ``problem`` text and ``is_correct``, and no prmkit steps (objects).
-
-    No score field is required, so that a first sample without one (answerless samples may lack them)
-    is still recognised. A prmkit record is never taken for one: its schema refuses ``is_correct`` at
-    the top level, and a prmkit solution's ``problem`` is an object; third-party files' ``steps``, if
-    any, are strings.
-    """
-    steps = record.get("steps")
-    prmkit_steps = isinstance(steps, list) and any(isinstance(s, dict) for s in steps)
-    return isinstance(record.get("problem"), str) and "is_correct" in record and not prmkit_steps
+    key = req(value, "question", (str,))
+    for _, _, answer, correct in gsm8k_samples(value):
+        builder.add(key, answer, correct, {})
 
 
 def _add_prm800k(builder: PoolBuilder, value: Any, columns: list[str] | None) -> None:
-    """One released PRM800K scored sample, with the semantics of openai/prm800k ``eval/eval.py``.
-
-    The answer is ``answer`` when the key is there (null: no answer), else ``given_answer``. An
-    answerless sample is never picked, so its ``is_correct`` may be missing or null; an answered one
-    needs true or false. A missing or null score leaves NaN in that column.
-    """
-    check_type(value, (dict,), "")
-    if "problem" not in value:
-        raise SchemaError("problem", "missing required field (the problem text, which groups the samples)")
-    problem = check_type(value["problem"], (str,), "problem")
-    answer_key = "answer" if "answer" in value else "given_answer"
-    answer = value.get(answer_key)
-    if answer is not None:
-        check_type(answer, (str,), answer_key)
-    correct = value.get("is_correct")
-    if correct is not None:
-        check_type(correct, (bool,), "is_correct")
-    elif answer is not None and answer.strip():
-        raise SchemaError("is_correct", f"missing: a sample with an answer ({answer_key}) needs true or false")
-    scores = {name: _number(value[name], name) for name in PRM800K_SCORES if value.get(name) is not None}
+    """One released PRM800K scored sample (:func:`prmkit.convert.candidates.prm800k_sample`); a missing or
+    null score leaves NaN in that column."""
+    problem, answer, correct, scores = prm800k_sample(value)
     builder.add(problem, answer, bool(correct), {k: v for k, v in scores.items() if columns is None or k in columns})
-
-
-def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        got = "a boolean" if isinstance(value, bool) else type(value).__name__
-        raise SchemaError(name, f"expected a number, got {got}")
-    return float(value)

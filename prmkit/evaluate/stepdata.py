@@ -25,12 +25,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from prmkit.convert import step_score_formats
+from prmkit.convert.processbench import steps_and_label
 from prmkit.evaluate.pool import steps_lost_key, truncation_note
 from prmkit.evaluate.steps import StepSet
 from prmkit.io import RecordError, iter_json, require_records
 from prmkit.schema import SchemaError, Solution
 
-STEP_FORMATS = ("processbench", "prmkit")
+STEP_FORMATS = tuple(step_score_formats())
+"""The formats whose records can carry a PRM's step scores (one registry: :data:`prmkit.convert.FORMATS`)."""
 
 
 def subset_name(path) -> str:
@@ -118,13 +121,13 @@ def _missing_error(path, key: str, missing: list, records: int) -> RecordError:
 
 
 def _processbench(rec: dict, key: str):
+    texts, label = steps_and_label(rec)
     if key not in rec:
         raise MissingStepScore(key, f"no per-step scores under {key!r}: ProcessBench ships none; add a PRM's "
                                     "scores (one per step) to each record, or pick the key with --score")
     scores = [float(x) for x in rec[key]]
-    if len(scores) != len(rec["steps"]):
-        raise SchemaError(key, f"{len(scores)} scores for {len(rec['steps'])} steps")
-    label = int(rec["label"])
+    if len(scores) != len(texts):
+        raise SchemaError(key, f"{len(scores)} scores for {len(texts)} steps")
     return str(rec.get("id", "")), scores, label, None
 
 

@@ -40,6 +40,13 @@ def shared_data() -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def lab_jobs() -> int:
+    """Worker processes for a lab run inside a test: 1 under xdist, where every xdist worker is already one
+    of the machine's processes (2 workers x the runner's 2 jobs put 4 torch processes on 2 cores), else 2."""
+    return 1 if os.environ.get("PYTEST_XDIST_WORKER") else 2
+
+
 @pytest.fixture
 def lab_cache(tmp_path_factory, monkeypatch) -> Path:
     """A ``PRMKIT_CACHE`` shared by every lab test of this session (all xdist workers), so the lab's base

@@ -184,13 +184,14 @@ def _pool():
 # --- slow: the quick preset end to end --------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def quick_run(tmp_path_factory):
+def quick_run(tmp_path_factory, lab_jobs):
     """One quick run of three seeds (cache and run folder in a temporary folder); its stdout and folder."""
     root = tmp_path_factory.mktemp("lab-run")
     mp = pytest.MonkeyPatch()
     mp.setenv("PRMKIT_CACHE", str(root / "cache"))
     out = root / "run"
-    argv = ["lab", "run", "--preset", "quick", "--seeds", ",".join(map(str, SEEDS)), "--out-dir", str(out), "--no-progress"]
+    argv = ["lab", "run", "--preset", "quick", "--seeds", ",".join(map(str, SEEDS)), "--out-dir", str(out), "--no-progress",
+            "--workers", str(lab_jobs)]
     import contextlib
     import io
 

@@ -60,7 +60,7 @@ def test_config_checks_and_the_quick_size():
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # pretrains the base model when the session has none
-def test_quick_study_runs_every_labeller_and_arm(tmp_path, lab_cache):
+def test_quick_study_runs_every_labeller_and_arm(tmp_path, lab_cache, lab_jobs):
     """The quick preset, seed 0 (about 2 minutes): every labeller labels the pool (the judge through a real
     `prmkit serve --critic` and the openai client), every arm with enough labels trains and is scored, the
     pages and the docs tables render, and a rerun runs no job."""
@@ -69,7 +69,7 @@ def test_quick_study_runs_every_labeller_and_arm(tmp_path, lab_cache):
 
     cfg = study_preset("autolabel", "quick")
     lines = []
-    summary = run_study(cfg, [0], tmp_path, jobs=2, progress=False, log=lines.append)
+    summary = run_study(cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)
     out = tmp_path / "study-autolabel"
     for name in ("summary.json", "section.html", "report.html", "figures/autolabel.png"):
         assert (out / name).is_file(), name
@@ -87,5 +87,5 @@ def test_quick_study_runs_every_labeller_and_arm(tmp_path, lab_cache):
     for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples"):
         assert TABLES[f"autolabel-{name}"](summary)
     lines.clear()
-    run_study(cfg, [0], tmp_path, jobs=2, progress=False, log=lines.append)
+    run_study(cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)
     assert all("(all cached)" in line for line in lines if line.startswith("stage ")), lines

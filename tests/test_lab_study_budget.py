@@ -126,12 +126,12 @@ def test_config_checks_and_the_rm_steps_override():
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # pretrains the base model when the session has none: ~2 min quiet, 10+ busy
-def test_quick_study_runs_and_its_prms_learn(tmp_path, lab_cache):
+def test_quick_study_runs_and_its_prms_learn(tmp_path, lab_cache, lab_jobs):
     """The quick preset (250 and 4,000 labels, the lab's 300 steps), seed 0: every output, PRMs far above
     majority at both budgets, and numbers that hold together. One seed keeps it near 4 minutes (four reward models of ~100 s each)."""
     cfg = study_preset("budget", "quick")
     lines = []
-    summary = run_study(cfg, [0], tmp_path, jobs=2, progress=False, log=lines.append)
+    summary = run_study(cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)
     out = tmp_path / "study-budget"
     for name in ("summary.json", "section.html", "report.html", "figures/budget.png"):
         assert (out / name).is_file(), name
@@ -147,6 +147,6 @@ def test_quick_study_runs_and_its_prms_learn(tmp_path, lab_cache):
         assert gap[b]["per_seed"] == pytest.approx(np.subtract(prm[b]["per_seed"], orm[b]["per_seed"]), abs=1e-9)
     assert json.loads((out / "summary.json").read_text())["efficiency"]["factor"] == summary["efficiency"]["factor"]
     lines.clear()
-    run_study(cfg, [0], tmp_path, jobs=2, progress=False, log=lines.append)  # a rerun skips every job
+    run_study(cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)  # a rerun skips every job
     assert all("(all cached)" in line for line in lines if line.startswith("stage ")), lines
     assert sum(line.startswith("stage ") for line in lines) == 3  # data, base, rm

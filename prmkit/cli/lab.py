@@ -188,6 +188,7 @@ def _command(head: str, args: argparse.Namespace) -> str:
     parts += [f"--recipe {shlex.quote(args.recipe)}"] if args.recipe else []
     parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
     parts.append(f"--out-dir {shlex.quote(str(args.out))}")
+    parts += [f"--threads {args.threads}"] if getattr(args, "threads", 1) != 1 else []
     return " ".join(parts)
 
 
@@ -199,7 +200,7 @@ def _add_recipe_flag(p) -> None:
 
 def _add_worker_flags(p) -> None:
     p.add_argument("--workers", type=int, default=2,
-                   help="worker processes for the heavy stages (one torch thread each)")
+                   help="worker processes for the heavy stages (one torch thread each; lab run: --threads)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True,
                    help="progress bars per stage (--no-progress for logs)")
 
@@ -219,7 +220,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.fresh and os.path.isdir(args.out):
         shutil.rmtree(args.out)
     summary = run_lab(cfg, args.seeds, args.out, jobs=args.workers, progress=args.progress,
-                      command=_command("prmkit lab run", args), device=args.device)
+                      command=_command("prmkit lab run", args), device=args.device, threads=args.threads)
     for seed in args.seeds:
         h = summary["results"][str(seed)]["eval"]
         n = h["N"]
@@ -348,6 +349,9 @@ def _register_run(sub) -> None:
     p.add_argument("--out-dir", dest="out", default=None, metavar="RUN_DIR", help="run folder (default: runs/lab-<preset>)")
     renamed(p, "--out", "--out-dir")
     _add_worker_flags(p)
+    p.add_argument("--threads", type=int, default=1,
+                   help="torch threads per worker process; only the float kernels change, so the numbers must "
+                        "not (docs/lab.md, \"Numbers that survive the machine\"); not part of any cache key")
     p.add_argument("--fresh", action="store_true",
                    help="delete RUN_DIR first and rerun every stage (the cached base model is kept)")
     _add_device_flag(p)

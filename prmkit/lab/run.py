@@ -94,18 +94,20 @@ def run_job(folder: str, key: str, fn, *args) -> dict:
     return {**done, "cached": False}
 
 
-def init_worker() -> None:
-    """Set up a worker process (or this one) for lab jobs: one torch thread, quiet transformers."""
+def init_worker(threads: int = 1) -> None:
+    """Set up a worker process (or this one) for lab jobs: ``threads`` torch threads (one by default: two
+    fight on a shared 2-core machine; more change only the float kernels, which is how the lab checks that
+    its numbers survive them), quiet transformers."""
     import torch
     import transformers
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     transformers.utils.logging.disable_progress_bar()  # one bar per stage is enough
     transformers.utils.logging.set_verbosity_error()  # a new head's "newly initialised" report is expected
 
 
-def init_pool_worker() -> None:
+def init_pool_worker(threads: int = 1) -> None:
     """:func:`init_worker` for a pool process, which also exits when the run that started it dies (Linux):
     a ``kill`` of the run would otherwise leave its workers training, holding the cores."""
     if sys.platform.startswith("linux"):
@@ -113,7 +115,7 @@ def init_pool_worker() -> None:
         import signal
 
         ctypes.CDLL(None).prctl(1, int(signal.SIGTERM))  # 1 = PR_SET_PDEATHSIG
-    init_worker()
+    init_worker(threads)
 
 
 @dataclass
@@ -121,6 +123,7 @@ class Runner:
     """Runs a stage's jobs (in ``jobs`` processes) and keeps the wall time of every stage."""
 
     jobs: int = 1
+    threads: int = 1
     progress: bool = True
     log: object = print
     timings: dict = field(default_factory=dict)
@@ -139,7 +142,7 @@ class Runner:
                 import multiprocessing
 
                 self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=init_pool_worker)
+                                                 initializer=init_pool_worker, initargs=(self.threads,))
             futures = [self._pool.submit(run_job, *c) for c in todo]
             for f in futures:
                 f.result()
@@ -391,21 +394,23 @@ def data_key_of(cfg: LabConfig, seed: int, bkey: str) -> str:
 
 
 def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: int = 2, progress: bool = True,
-            command: str = "", log=print, device: str = "auto") -> dict:
+            command: str = "", log=print, device: str = "auto", threads: int = 1) -> dict:
     """Run every stage for every seed into ``run_dir``; return the summary (also ``summary.json``).
 
     ``device``: where training and scoring run (auto: CUDA when visible). On CUDA the heavy stages run
-    one job at a time in this process (one GPU, no worker processes); on a CPU, ``jobs`` workers."""
+    one job at a time in this process (one GPU, no worker processes); on a CPU, ``jobs`` workers.
+    ``threads``: torch threads per process (recorded in the summary, not in any cache key: it changes only
+    the float kernels, and the lab's numbers must not depend on them)."""
     from prmkit.device import uses_cuda
 
     if uses_cuda(device):  # one GPU: its jobs run one at a time in this process
         jobs = 1
     record = run_record()  # the code as it starts: a commit made while it runs is not its source
-    init_worker()  # this process runs the single-job stages (the base model's pretraining among them)
+    init_worker(threads)  # this process runs the single-job stages (the base model's pretraining among them)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2, default=str) + "\n")
-    runner = Runner(jobs=jobs, progress=progress, log=log)
+    runner = Runner(jobs=jobs, threads=threads, progress=progress, log=log)
     start = time.perf_counter()
     try:
         sd = {s: run_dir / f"seed-{s}" for s in seeds}
@@ -440,6 +445,7 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     summary = write_lab_report(run_dir, cfg, seeds, runner.timings, command)
     runner.timings["report"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary["timings"] = runner.timings
+    summary["workers"], summary["threads"] = jobs, threads
     summary["models"] = {str(s): model_records(run_dir / f"seed-{s}") for s in seeds}
     summary.update(record)
     summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)

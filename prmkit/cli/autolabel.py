@@ -35,9 +35,9 @@ SHARED = ("n", "shard", "resume", "flush_every", "progress")
 
 
 def add_auto(sub) -> None:
+    from prmkit.cli.flags import add_config_arguments
     from prmkit.generate.config import GenerateConfig
     from prmkit.label.auto.config import AutoLabelConfig
-    from prmkit.train.config import add_config_arguments
 
     p = sub.add_parser("auto", help="automatic step labels: Monte-Carlo rollouts, OmegaPRM, an LLM judge, consensus",
                        formatter_class=HelpFormatter, epilog=EPILOG,

@@ -2,8 +2,10 @@
 and old spellings that keep working for one release.
 
 - :func:`add_switch`: ``--x`` switches on, ``--no-x`` off: the grammar every switch shares (a config's
-  switches too, :func:`prmkit.train.config.add_config_arguments`; :func:`switch_words` reads their older
+  switches too, :func:`add_config_arguments`; :func:`switch_words` reads their older
   ``--x true|false``);
+- :func:`add_config_arguments`: one flag per field of a config dataclass, so that the flags, the recipe
+  keys and ``--set`` keys are one set of names;
 - :func:`add_settings`: ``--recipe FILE`` and ``--set KEY=VALUE``, read by :func:`prmkit.config.from_args`;
 - :func:`renamed`: a flag renamed to the vocabulary's spelling: the old one is hidden from ``--help``, does
   what the new one does, and warns with the new name (``FutureWarning``, printed by default);
@@ -13,9 +15,11 @@ and old spellings that keep working for one release.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import typing
 import warnings
 
-from prmkit.config import Renamed, renamed
+from prmkit.config import Renamed, field_type, renamed
 
 VOCABULARY = """\
 Every command spells the same idea the same way:
@@ -130,4 +134,34 @@ def late_output(args, extra: list[str]) -> list[str]:
     return extra
 
 
-__all__ = ["add_settings", "add_switch", "complete_switches", "late_output", "output_argument", "renamed", "switch_words"]
+def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
+    """One ``--flag`` per field of ``cls`` (``max_steps`` -> ``--max-steps``), default suppressed so that
+    only flags given on the command line override the recipe. Values stay text: :func:`resolve`
+    converts them as it converts a recipe's (:func:`prmkit.config.convert`)."""
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        tp = typing.get_origin(field_type(cls, f)) or field_type(cls, f)
+        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+        shown = ",".join(default) if isinstance(default, list) else "unset" if default is None else repr(default)
+        kw = {"choices": f.metadata["choices"]} if "choices" in f.metadata else {}
+        flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))  # the vocabulary's spelling (docs/cli.md)
+        text = f.metadata["help"]
+        # a help that already says its default ("; default: the model kind") is not told it twice
+        default_note = "" if "default:" in text or "(default" in text else f"default: {shown}"
+        if tp is bool:  # one grammar for switches everywhere: --x on, --no-x off (docs/cli.md)
+            notes = "; ".join(n for n in (default_note, f"--no-{flag[2:]} to switch off") if n)
+            on = parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, action="store_const", const="true",
+                                     help=f"{text} ({notes})")
+            off = parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const", const="false",
+                                      default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+            on.takes_word = off.takes_word = True  # `--x true|false` still read, for one release (prmkit.cli.flags)
+            continue
+        meta = f.metadata.get("metavar", {list: "A,B"}.get(tp, f.name.upper()))
+        parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, metavar=meta,
+                            help=f"{text} ({default_note})" if default_note else text, **kw)
+        if "was" in f.metadata:  # the spelling before the vocabulary, for one release
+            renamed(parser, f.metadata["was"], flag)
+
+
+__all__ = ["add_config_arguments", "add_settings", "add_switch", "complete_switches", "late_output", "output_argument", "renamed", "switch_words"]

@@ -24,8 +24,8 @@ Settings: defaults < --recipe file (YAML/TOML, keys = the flag names with unders
 
 
 def register(subparsers) -> None:
+    from prmkit.cli.flags import add_config_arguments
     from prmkit.generate.config import GenerateConfig
-    from prmkit.train.config import add_config_arguments
 
     p = subparsers.add_parser("generate", help="sample N solutions per problem from a model",
                               formatter_class=HelpFormatter, epilog=EPILOG,

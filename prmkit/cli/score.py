@@ -26,8 +26,8 @@ is merged in input order.
 
 
 def register(subparsers) -> None:
+    from prmkit.cli.flags import add_config_arguments
     from prmkit.score import ScoreConfig
-    from prmkit.train.config import add_config_arguments
 
     p = subparsers.add_parser("score", help="score solutions with a trained PRM or ORM",
                               formatter_class=HelpFormatter, epilog=EPILOG,

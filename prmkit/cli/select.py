@@ -26,8 +26,8 @@ docs/labelling.md ("Choosing what to label") describes the strategies.
 
 
 def register(subparsers) -> None:
+    from prmkit.cli.flags import add_config_arguments
     from prmkit.select import SelectConfig
-    from prmkit.train.config import add_config_arguments
 
     p = subparsers.add_parser("select", help="choose which scored solutions to label", formatter_class=HelpFormatter,
                               epilog=EPILOG,

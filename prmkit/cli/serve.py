@@ -28,8 +28,8 @@ Requests that arrive together are batched into one model call (--max-batch, --ma
 
 
 def register(subparsers) -> None:
+    from prmkit.cli.flags import add_config_arguments
     from prmkit.serve.app import ServeConfig
-    from prmkit.train.config import add_config_arguments
 
     p = subparsers.add_parser("serve", help="serve a generator (OpenAI API), a PRM/ORM and/or a PRM critic over HTTP",
                               formatter_class=HelpFormatter, epilog=EPILOG,

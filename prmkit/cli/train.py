@@ -49,7 +49,8 @@ ONLY_FOR = {
 
 
 def _add_config_flags(p, kind: str) -> None:
-    from prmkit.train.config import TrainConfig, add_config_arguments
+    from prmkit.cli.flags import add_config_arguments
+    from prmkit.train.config import TrainConfig
 
     add_config_arguments(p, TrainConfig, skip=("kind", *(k for k, only in ONLY_FOR.items() if only != kind)))
 

@@ -1,8 +1,8 @@
 """Training configuration: one inert dataclass, every field with help, defaults that finish in seconds on CPU.
 
 Precedence, through one parser: dataclass defaults < recipe file (YAML or TOML, same keys as the
-fields) < command-line flags. :func:`add_config_arguments` derives the flags from the fields (help
-included), :func:`resolve` merges the three sources. Validation only, no I/O: a config never reads a
+fields) < command-line flags. :func:`prmkit.cli.flags.add_config_arguments` derives the flags from the
+fields (help included), :func:`resolve` merges the three sources. Validation only, no I/O: a config never reads a
 file, touches the network or exits.
 
 >>> cfg = resolve(TrainConfig, {"max_steps": 5}, {"lr": 0.01, "data": "d.jsonl", "out": "o"})
@@ -16,9 +16,7 @@ ValueError: neutral policy 'class' needs exactly 3 outputs, and 3 outputs need n
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import typing
 from dataclasses import dataclass, field
 
 from prmkit.config import read_recipe, resolve  # noqa: F401  (the one parser; re-exported for the CLI)
@@ -186,37 +184,3 @@ class TrainConfig:
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-# --- flags from the fields; recipes and flags through prmkit.config's one parser ----------------------
-
-def add_config_arguments(parser: argparse.ArgumentParser, cls, skip: tuple[str, ...] = ()) -> None:
-    """One ``--flag`` per field of ``cls`` (``max_steps`` -> ``--max-steps``), default suppressed so that
-    only flags given on the command line override the recipe. Values stay text: :func:`resolve`
-    converts them as it converts a recipe's (:func:`prmkit.config.convert`)."""
-    from prmkit.config import field_type, renamed
-
-    for f in dataclasses.fields(cls):
-        if f.name in skip:
-            continue
-        tp = typing.get_origin(field_type(cls, f)) or field_type(cls, f)
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
-        shown = ",".join(default) if isinstance(default, list) else "unset" if default is None else repr(default)
-        kw = {"choices": f.metadata["choices"]} if "choices" in f.metadata else {}
-        flag = f.metadata.get("flag", "--" + f.name.replace("_", "-"))  # the vocabulary's spelling (docs/cli.md)
-        text = f.metadata["help"]
-        # a help that already says its default ("; default: the model kind") is not told it twice
-        default_note = "" if "default:" in text or "(default" in text else f"default: {shown}"
-        if tp is bool:  # one grammar for switches everywhere: --x on, --no-x off (docs/cli.md)
-            notes = "; ".join(n for n in (default_note, f"--no-{flag[2:]} to switch off") if n)
-            on = parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, action="store_const", const="true",
-                                     help=f"{text} ({notes})")
-            off = parser.add_argument("--no-" + flag[2:], dest=f.name, action="store_const", const="false",
-                                      default=argparse.SUPPRESS, help=argparse.SUPPRESS)
-            on.takes_word = off.takes_word = True  # `--x true|false` still read, for one release (prmkit.cli.flags)
-            continue
-        meta = f.metadata.get("metavar", {list: "A,B"}.get(tp, f.name.upper()))
-        parser.add_argument(flag, dest=f.name, default=argparse.SUPPRESS, metavar=meta,
-                            help=f"{text} ({default_note})" if default_note else text, **kw)
-        if "was" in f.metadata:  # the spelling before the vocabulary, for one release
-            renamed(parser, f.metadata["was"], flag)

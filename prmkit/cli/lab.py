@@ -62,7 +62,7 @@ examples:
   prmkit lab stats --preset quick --split ood --seed 2
   prmkit lab stats --set generator.misconception_rate=0 --json
   prmkit lab stats eval.jsonl.gz
-  prmkit lab stats --domain plans --split ood        (the plans domain: each step is a decision)
+  prmkit lab stats --domain plans --preset quick --split ood   (the plans domain: each step a decision)
 
 Rates: pass@N (exact), maj_acc@M (majority of all M samples), no-answer share, right answer with a
 wrong step, neutral and wrong step shares, misreadings per trigger (ledger), immediate and delayed
@@ -120,12 +120,16 @@ def _config(args: argparse.Namespace, study: str | None = None) -> lab.LabConfig
     """defaults < the preset's recipe (or ``--recipe``) < ``--set``: one parser (:mod:`prmkit.config`)."""
     from prmkit.config import parse_sets, read_recipe
 
-    if study is not None:
+    if study is not None:  # the studies run on the ledger (issue 32 moves them onto prmkit.lab.domains)
         from prmkit.lab.study.config import study_preset
 
         cfg = study_preset(study, args.preset)
     else:
-        cfg = lab.preset(args.preset)
+        args.domain = args.domain or "ledger"
+        try:
+            cfg = lab.preset(args.preset, args.domain)
+        except ValueError as e:
+            raise SystemExit(f"prmkit lab: {e}") from None
     if getattr(args, "recipe", None):
         cfg = cfg.replace(read_recipe(args.recipe))
     return cfg.replace(parse_sets(args.set))
@@ -163,12 +167,7 @@ def cmd_label(args: argparse.Namespace) -> int:
 def cmd_stats(args: argparse.Namespace) -> int:
     if args.input:
         solutions, seconds = list(read_solutions(args.input)), None
-    elif args.domain == "plans":
-        from prmkit.lab.plans.generator import generate_pool
-
-        start = time.perf_counter()
-        solutions = generate_pool(args.split, args.seed, args.problems or 100, args.samples or 32)
-        seconds = time.perf_counter() - start
+        args.domain = _domain_of_file(args.input, solutions, args.domain)
     else:
         solutions, seconds = _pool(args, _config(args))
     d = lab.pool_stats(solutions, args.domain)
@@ -177,14 +176,28 @@ def cmd_stats(args: argparse.Namespace) -> int:
     else:
         print(lab.format_stats(d))
         if seconds is not None:
-            source = "domain plans" if args.domain == "plans" else f"preset {args.preset}"
-            print(f"generated in {seconds:.2f} s ({source}, split {args.split}, seed {args.seed})")
+            print(f"generated in {seconds:.2f} s (domain {args.domain}, preset {args.preset}, split {args.split}, "
+                  f"seed {args.seed})")
     return 0
+
+
+def _domain_of_file(path: str, solutions: list, asked: str | None) -> str:
+    """The one lab domain of a pool file's problems (:func:`prmkit.lab.domains.domain_of`); an error when
+    they mix domains or ``--domain`` names another, since another domain's oracle would rate every step wrong."""
+    from prmkit.lab.domains import domain_of
+
+    found = sorted({domain_of(s).name for s in solutions})
+    if len(found) > 1 or (asked and found and found != [asked]):
+        said = f" but --domain {asked} was given" if asked and len(found) == 1 else ""
+        raise SystemExit(f"prmkit lab stats: {path} holds problems of the {' and '.join(found)} domain{said}; "
+                         "a pool is read by its own domain's oracle")
+    return found[0] if found else asked or "ledger"
 
 
 def _command(head: str, args: argparse.Namespace) -> str:
     """The command line that reproduces a run or study (recorded in its report)."""
-    parts = [head, f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
+    parts = [head, *([f"--domain {args.domain}"] if getattr(args, "domain", None) not in (None, "ledger") else []),
+             f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
     parts += [f"--recipe {shlex.quote(args.recipe)}"] if args.recipe else []
     parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
     parts.append(f"--out-dir {shlex.quote(str(args.out))}")
@@ -263,7 +276,13 @@ def _seeds(text: str) -> list[int]:
 
 
 def _add_config_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
+    from prmkit.lab.domains import DOMAINS
+
+    p.add_argument("--domain", choices=tuple(DOMAINS), default=None,
+                   help="the lab domain (prmkit.lab.domains): ledger (each step a calculation; the default) or plans "
+                        "(each step a decision: which tasks on which day; presets default and quick); a pool file's "
+                        "own domain is read from its problems")
+    p.add_argument("--preset", choices=sorted(set(lab.PRESETS).union(*map(lab.presets, DOMAINS))), default="default",
                    help="sizes and settings to start from: default (300 x 64 held out, the family chosen by the rule "
                         "of docs/lab.md), easy (the default's sizes on the family before it, at its ceiling), quick "
                         "(seconds; the easy family), full (larger; the easy family), quick-lm (quick, its pools "
@@ -316,10 +335,6 @@ def register(subparsers) -> None:
     _add_config_flags(p)
     _add_pool_flags(p)
     p.add_argument("--json", action="store_true", help="print the numbers as JSON instead of a table")
-    p.add_argument("--domain", choices=("ledger", "plans"), default="ledger",
-                   help="ledger (calculations) or plans (decisions: a schedule of tasks; generated with 100 "
-                        "problems x 32 samples unless --problems/--n say otherwise; the ledger "
-                        "preset flags do not apply)")
     p.add_argument("input", metavar="IN", nargs="?", default=None,
                    help="a pool file; without it the preset's pool is generated (then --preset, --split, ... apply)")
     p.set_defaults(func=cmd_stats)

@@ -59,7 +59,7 @@ True
 """
 
 from prmkit.lab.base import BaseConfig
-from prmkit.lab.config import PRESETS, SPLITS, LabConfig, config_hash, preset
+from prmkit.lab.config import PRESETS, SPLITS, LabConfig, config_hash, preset, presets
 from prmkit.lab.domain import OOD, Ledger, LedgerConfig, Txn, make_problem, make_problems, parse_problem
 from prmkit.lab.generator import GeneratorConfig, generate
 from prmkit.lab.labellers import LabellerConfig, label
@@ -92,4 +92,5 @@ __all__ = [
     "parse_problem",
     "pool_stats",
     "preset",
+    "presets",
 ]

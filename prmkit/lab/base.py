@@ -4,8 +4,9 @@ It stands in for the paper's pretrained base (``docs/lab.md``, "The base model")
 a lab run (PRM and ORM) both start from it, and its own likelihood is the label-free baseline.
 
 - **Tokenizer** (:func:`lab_tokenizer`): a fixed word-level vocabulary, built without data: the
-  words and symbols of the ledger domain (the OOD family's words too, so that held-out text has no
-  unknown words, only untrained ones), and every integer 0-999 as one token. A number is one token
+  words and symbols of the run's domain (:attr:`prmkit.lab.domains.Domain.words`; the OOD family's
+  words too, so that held-out text has no unknown words, only untrained ones), the letters, and every
+  integer 0-999 as one token. A number is one token
   as in the study (a tiny model cannot learn carries over digit tokens within a CPU budget).
   Spaces are dropped; ``\\n`` is a token. Anything else maps to ``<unk>``, never an error.
 - **Text layout**: the project's one formatter (:func:`prmkit.model.formatter.encode`, with
@@ -37,22 +38,22 @@ import time
 from pathlib import Path
 
 from prmkit.lab.config import BaseConfig, lab_format, preset
-from prmkit.lab.domain import KINDS, config_hash
+from prmkit.lab.domain import config_hash
+from prmkit.lab.domains import LEDGER
 
 SPECIAL = ("<pad>", "<s>", "</s>", "<unk>", "<step>")
-WORDS = ("Start", "at", "What", "is", "the", "final", "value", "set", "to", "check", "Answer",
-         *[k for k in KINDS if k.isalpha() and k != "set"])
-SYMBOLS = ("\n", ".", "?", ":", "=", "+", "-", "*", "/", "#")
 LETTERS = tuple(chr(c) for c in range(ord("A"), ord("Z") + 1))
 MAX_NUMBER = 999
 
 
-def lab_tokenizer():
-    """The lab's word-level tokenizer (a transformers fast tokenizer; same vocabulary on every call)."""
+def lab_tokenizer(words: tuple[str, ...] = LEDGER.words):
+    """The lab's word-level tokenizer over a domain's ``words`` (:attr:`prmkit.lab.domains.Domain.words`;
+    the ledger's by default), the letters and the numbers: a transformers fast tokenizer, the same
+    vocabulary on every call."""
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    vocab_list = [*SPECIAL, *SYMBOLS, *WORDS, *LETTERS, *(str(i) for i in range(MAX_NUMBER + 1))]
+    vocab_list = [*SPECIAL, *words, *LETTERS, *(str(i) for i in range(MAX_NUMBER + 1))]
     vocab = {t: i for i, t in enumerate(dict.fromkeys(vocab_list))}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Sequence([
@@ -126,7 +127,7 @@ def _pretrain_into(folder: Path, cfg, progress: bool, device: str) -> None:
     init = tmp / "init"
     if not (init / "COMPLETE").is_file():
         write_records(tmp / "pretrain.jsonl.gz", pretrain_pool(cfg))
-        tok = lab_tokenizer()
+        tok = lab_tokenizer(cfg.lab_domain.words)
         _quiet_transformers()
         build_model(cfg.base, tok).save_pretrained(init)
         tok.save_pretrained(init)

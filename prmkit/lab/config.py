@@ -22,8 +22,11 @@ from pathlib import Path
 
 from prmkit.config import apply, read_recipe, resolve
 from prmkit.lab.domain import OOD, LedgerConfig, config_hash
+from prmkit.lab.domains import Domain, domain_for_family, domain_named
 from prmkit.lab.generator import GeneratorConfig
 from prmkit.lab.labellers import LabellerConfig
+from prmkit.lab.plans.domain import PlansConfig
+from prmkit.lab.plans.generator import PlansGeneratorConfig
 from prmkit.model.formatter import FormatConfig
 from prmkit.train.config import TrainConfig
 
@@ -109,12 +112,14 @@ class LabConfig:
 
     name: str = "default"
     """The preset this config came from (informative only)."""
-    domain: LedgerConfig = field(default_factory=LedgerConfig)
-    """The problem family of the eval, train and pretrain splits."""
-    ood: LedgerConfig = OOD
-    """The held-out family of the ood split (new operation types, longer chains)."""
-    generator: GeneratorConfig = field(default_factory=GeneratorConfig)
-    """How solutions are sampled and how they fail."""
+    domain: LedgerConfig | PlansConfig = field(default_factory=LedgerConfig)
+    """The problem family of the eval, train and pretrain splits; its type names the lab domain
+    (:mod:`prmkit.lab.domains`: the ledger's ``LedgerConfig``, the plans' ``PlansConfig``)."""
+    ood: LedgerConfig | PlansConfig = OOD
+    """The held-out family of the ood split (the ledger's: new operation types, longer chains), of the
+    same domain."""
+    generator: GeneratorConfig | PlansGeneratorConfig = field(default_factory=GeneratorConfig)
+    """How solutions are sampled and how they fail: the domain's rule-based generator."""
     labellers: LabellerConfig = field(default_factory=LabellerConfig)
     """The simulated labellers of the train split."""
     policy: str = "rules"
@@ -167,6 +172,7 @@ class LabConfig:
     """Bootstrap resamples (over problems) of every 95% confidence interval."""
 
     def __post_init__(self):
+        self._check_domain()
         for f in dataclasses.fields(self):
             least = 0 if f.name.startswith("ood_pretrain") else 1
             if f.name.endswith(("_problems", "_samples")) and getattr(self, f.name) < least:
@@ -183,6 +189,24 @@ class LabConfig:
         if self.vote_target_se <= 0 or self.bootstrap < 10:
             raise ValueError("vote_target_se must be positive and bootstrap at least 10")
 
+    def _check_domain(self) -> None:
+        d = domain_for_family(self.domain)
+        families = {"domain": self.domain, "ood": self.ood}
+        wrong = [f"{k} is a {type(v).__name__}" for k, v in families.items() if not isinstance(v, d.family_config)]
+        wrong += [f"{k}.family {v.family!r} does not start with {d.name!r}" for k, v in families.items()
+                  if isinstance(v, d.family_config) and not d.owns(v.family)]
+        if not isinstance(self.generator, d.generator_config):
+            wrong.append(f"generator is a {type(self.generator).__name__}")
+        if self.policy == "lm" and not d.lm_policy:
+            wrong.append("policy lm: its base model cannot yet sample this domain's text")
+        if wrong:
+            raise ValueError(f"a {d.name} lab config needs every part of the {d.name} domain: {'; '.join(wrong)}")
+
+    @property
+    def lab_domain(self) -> Domain:
+        """The lab domain whose problems this config makes (:func:`prmkit.lab.domains.domain_for_family`)."""
+        return domain_for_family(self.domain)
+
     @property
     def labelled(self) -> int:
         """Labelled solutions of the run (the train split's size)."""
@@ -194,7 +218,7 @@ class LabConfig:
             raise ValueError(f"unknown split {split!r} (expected one of {', '.join(SPLITS)})")
         return getattr(self, f"{split}_problems"), getattr(self, f"{split}_samples")
 
-    def family(self, split: str) -> LedgerConfig:
+    def family(self, split: str) -> LedgerConfig | PlansConfig:
         """The problem family of ``split``."""
         self.sizes(split)
         return self.ood if split.startswith("ood") else self.domain
@@ -207,14 +231,29 @@ class LabConfig:
 
 RECIPES = Path(__file__).parent / "recipes"
 PRESETS = tuple(sorted(p.stem for p in RECIPES.glob("*.yaml")))
-"""The presets: recipe files in ``prmkit/lab/recipes/`` (default, easy, quick, full, quick-lm), each over :class:`LabConfig`."""
+"""The ledger's presets: recipe files in ``prmkit/lab/recipes/`` (default, easy, quick, full, quick-lm),
+each over :class:`LabConfig`. Another domain's are in ``recipes/<domain>/`` (:func:`presets`)."""
 
 
-def preset(name: str) -> LabConfig:
-    """The preset called ``name`` (one of :data:`PRESETS`): its recipe file over the defaults."""
-    if name not in PRESETS:
-        raise ValueError(f"unknown preset {name!r} (expected one of {', '.join(PRESETS)})")
-    return from_recipe(RECIPES / f"{name}.yaml")
+def domain_defaults(domain: str = "ledger") -> LabConfig:
+    """The :class:`LabConfig` defaults with the families and generator of lab domain ``domain``."""
+    d = domain_named(domain)
+    return LabConfig(domain=d.family_config(), ood=d.ood, generator=d.generator_config())
+
+
+def presets(domain: str = "ledger") -> tuple[str, ...]:
+    """The preset names of lab domain ``domain``."""
+    return PRESETS if domain == "ledger" else tuple(sorted(p.stem for p in (RECIPES / domain).glob("*.yaml")))
+
+
+def preset(name: str, domain: str = "ledger") -> LabConfig:
+    """The preset called ``name`` of lab domain ``domain`` (:func:`presets`): its recipe file over the
+    domain's defaults (:func:`domain_defaults`)."""
+    names = presets(domain)
+    if name not in names:
+        raise ValueError(f"unknown preset {name!r} of the {domain} domain (expected one of {', '.join(names)})")
+    folder = RECIPES if domain == "ledger" else RECIPES / domain
+    return apply(domain_defaults(domain), read_recipe(folder / f"{name}.yaml"))
 
 
 def from_recipe(path: str | Path, cls=None) -> LabConfig:
@@ -222,5 +261,5 @@ def from_recipe(path: str | Path, cls=None) -> LabConfig:
     return resolve(cls or LabConfig, read_recipe(path))
 
 
-__all__ = ["DEV_SEEDS", "PRESETS", "RECIPES", "REPORT_SEEDS", "RM_BASE", "SEED_SETS", "SPLITS", "BaseConfig", "LabConfig", "config_hash", "from_recipe",
+__all__ = ["DEV_SEEDS", "PRESETS", "domain_defaults", "presets", "RECIPES", "REPORT_SEEDS", "RM_BASE", "SEED_SETS", "SPLITS", "BaseConfig", "LabConfig", "config_hash", "from_recipe",
            "lab_format", "lab_rm", "preset"]

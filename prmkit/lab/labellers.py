@@ -10,7 +10,7 @@ rates each one from the oracle's truth, with noise:
 where every labeller has a fixed ``lenience`` drawn uniformly from ``[-bias, bias]`` (lenient people
 miss errors, strict ones see errors that are not there). An error that is hard to judge on its line is
 missed ``delayed_miss_factor`` times as often: in the plans domain, a day that is valid but dead-ends
-or wastes a day later (:data:`prmkit.lab.plans.oracle.DELAYED`), which a person sees only by planning
+or wastes a day later (:attr:`prmkit.lab.domains.Domain.delayed`), which a person sees only by planning
 ahead; the ledger's errors are all visible on their line. In phase 2 (``stop_at_first_error``) the
 labeller stops at the first step *they* rate -1 (``finish_reason="found_error"``); a solution read to
 the end finishes with ``"solution"``, or ``"give_up"`` when it never reaches an answer. The steps
@@ -43,8 +43,7 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from prmkit.lab.plans import oracle as plans_oracle
-from prmkit.lab.stats import DOMAINS
+from prmkit.lab.domains import domain_of
 from prmkit.schema import LABEL_SOURCES, Completion, Prelabel, Solution, Step
 
 
@@ -123,12 +122,6 @@ def noisy_ratings(truth: list[int], lenience: float, cfg: LabellerConfig, u: np.
     return out
 
 
-def oracle_of(solution: Solution):
-    """The oracle module of a lab solution's domain (:data:`prmkit.lab.stats.DOMAINS`): plans problems
-    (their family starts with ``plans``) or the ledger."""
-    return DOMAINS["plans" if (solution.problem.subject or "").startswith("plans") else "ledger"]
-
-
 def _phase(ratings: list[int], answered: bool, stop: bool) -> tuple[int, str]:
     """How many steps the labeller rates, and the finish reason."""
     first = next((i for i, r in enumerate(ratings) if r == -1), None)
@@ -148,8 +141,9 @@ def label(solutions: list[Solution], cfg: LabellerConfig, seed: int) -> list[Sol
     out = []
     for j, sol in enumerate(solutions):
         texts = sol.texts
-        labels = oracle_of(sol).oracle_labels(sol)
-        delayed = [getattr(lab, "reason", None) in plans_oracle.DELAYED for lab in labels]
+        domain = domain_of(sol)
+        labels = domain.oracle.oracle_labels(sol)
+        delayed = [lab.reason in domain.delayed for lab in labels]
         ratings = noisy_ratings([lab.rating for lab in labels], float(lenience[who[j]]), cfg, rng.random(len(texts)),
                                 delayed)
         n, reason = _phase(ratings, sol.answer is not None, cfg.stop_at_first_error)

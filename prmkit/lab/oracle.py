@@ -29,9 +29,10 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from prmkit.lab.domain import Ledger, apply, parse_problem
+from prmkit.lab.domain import TRIGGERS, Ledger, apply, parse_problem
 from prmkit.schema import Completion, Problem, Solution, Step
 
 REASONS = {
@@ -184,6 +185,23 @@ def extract_answer(texts: list[str]) -> str | None:
     """
     m = _ANSWER.fullmatch(texts[-1].strip()) if texts else None
     return m.group(1).strip() or None if m else None
+
+
+def misreadings(solution: Solution, labels: list[StepLabel]) -> Iterator[tuple[str, bool]]:
+    """Every transaction of a trigger kind (:data:`~prmkit.lab.domain.TRIGGERS`) that ``solution`` reached,
+    with whether it misread it: restated it wrong, or skipped it (``again``, ``undo``); ``labels`` are the
+    oracle's (:func:`oracle_labels`).
+
+    >>> s = Solution(Problem("Start at 5.\\nA less 2\\nWhat is the final value?"), [Step.of("A + 2 : 5 + 2 = 7")])
+    >>> list(misreadings(s, oracle_labels(s)))
+    [('less', True)]
+    """
+    taken = {lab.txn: lab.reason for lab in labels if lab.txn is not None}
+    reached = max(taken, default=-1) + 1
+    for i, t in enumerate(ledger_of(solution.problem.problem).txns[:reached]):
+        if t.kind in TRIGGERS:
+            skip = t.kind in ("again", "undo")
+            yield t.kind, (i not in taken) if skip else taken.get(i) == "wrong restatement"
 
 
 def oracle_label(solution: Solution) -> Solution:

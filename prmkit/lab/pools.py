@@ -9,8 +9,6 @@
 from __future__ import annotations
 
 from prmkit.lab.config import LabConfig
-from prmkit.lab.domain import make_problems
-from prmkit.lab.generator import generate
 from prmkit.schema import Solution
 
 
@@ -23,10 +21,11 @@ def generate_pool(config: LabConfig, seed: int, split: str = "eval", problems: i
     records, and fewer ``problems`` give a prefix of the pool.
     """
     n_problems, n_samples = config.sizes(split)
-    probs = make_problems(config.family(split), problems or n_problems, seed, split)
+    domain = config.lab_domain
+    probs = domain.make_problems(config.family(split), problems or n_problems, seed, split)
     if config.policy == "lm" and split not in PRETRAIN_SPLITS:
         return sample_lm(config, probs, samples or n_samples, seed, device=device)
-    return generate(probs, config.generator, samples or n_samples, seed)
+    return domain.generate(probs, config.generator, samples or n_samples, seed)
 
 
 PRETRAIN_SPLITS = ("pretrain", "ood_pretrain")
@@ -44,7 +43,6 @@ def sample_lm(config: LabConfig, problems: list, samples: int, seed: int, progre
     from prmkit.generate.config import GenerateConfig
     from prmkit.generate.run import sample_id, to_solution
     from prmkit.lab.backend import lab_lm_backend
-    from prmkit.lab.oracle import grade_answer
     from prmkit.schema import Generator
 
     cfg = GenerateConfig(backend="lab-lm", seed=seed, n=samples, progress=progress, device=device, **LM_SAMPLING)
@@ -54,6 +52,6 @@ def sample_lm(config: LabConfig, problems: list, samples: int, seed: int, progre
     for problem, per in zip(problems, backend.generate(problems, samples)):  # one call: rows batch across problems
         for j, sample in enumerate(per):
             sol = to_solution(problem, sample_id(problem, seed, j), sample, backend.cfg, gen)
-            sol.grade = grade_answer(problem, sol.answer)
+            sol.grade = config.lab_domain.oracle.grade_answer(problem, sol.answer)
             out.append(sol)
     return out

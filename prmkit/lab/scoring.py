@@ -58,7 +58,7 @@ def step_auroc(path, score_key: str = "p_correct") -> dict:
     """AUROC of a step score against the oracle's truth: overall and per oracle reason of the wrong steps."""
     from prmkit.evaluate.steps import auroc
     from prmkit.io import read_solutions
-    from prmkit.lab.oracle import oracle_labels
+    from prmkit.lab.domains import oracle_labels
 
     scores, truth, reasons = [], [], []
     for sol in read_solutions(path):
@@ -107,7 +107,7 @@ def evaluate_scored(path, cfg, seed: int) -> dict:
 
 def oracle_truth(solution) -> list[int]:
     """The oracle's rating of every step a lab solution took (``Pool.valid``: none of them -1)."""
-    from prmkit.lab.oracle import oracle_labels
+    from prmkit.lab.domains import oracle_labels
 
     return [label.rating for label in oracle_labels(solution)]
 

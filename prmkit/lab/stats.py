@@ -49,14 +49,8 @@ from prmkit.evaluate.bon import exact_pass
 from prmkit.evaluate.curves import default_ns
 from prmkit.evaluate.pool import Pool, PoolBuilder
 from prmkit.evaluate.vote import vote_curve
-from prmkit.lab.domain import TRIGGERS
-from prmkit.lab import oracle as ledger_oracle
-from prmkit.lab.oracle import StepLabel, ledger_of
-from prmkit.lab.plans import oracle as plans_oracle
+from prmkit.lab.domains import Domain, domain_named
 from prmkit.schema import Solution
-
-DOMAINS = {"ledger": ledger_oracle, "plans": plans_oracle}
-"""The lab's domains, each with its oracle (``oracle_labels``, ``REASONS``)."""
 
 
 def count_tokens(texts: list[str]) -> int:
@@ -95,13 +89,13 @@ def selection_stats(solutions: list[Solution], valid: list[bool] | None = None) 
 class _StepTally:
     """Counts over every step and solution, from the oracle's labels."""
 
-    def __init__(self, domain: str):
+    def __init__(self, domain: Domain):
         self.domain = domain
         self.reasons, self.first = Counter(), Counter()
         self.reached, self.misread = Counter(), Counter()
         self.n = self.steps = self.tokens = self.no_answer = self.wrong = self.right = self.right_wrong = 0
 
-    def add(self, s: Solution, labels: list[StepLabel]) -> None:
+    def add(self, s: Solution, labels: list) -> None:
         self.n += 1
         self.steps += len(labels)
         self.tokens += count_tokens(s.texts)
@@ -114,28 +108,18 @@ class _StepTally:
         if s.grade == "correct":
             self.right += 1
             self.right_wrong += bad is not None
-        if self.domain == "ledger":
-            self._triggers(s, labels)
-
-    def _triggers(self, s: Solution, labels: list[StepLabel]) -> None:
-        led = ledger_of(s.problem.problem)
-        taken = {lab.txn: lab.reason for lab in labels if lab.txn is not None}
-        reached = max(taken, default=-1) + 1
-        for i, t in enumerate(led.txns[:reached]):
-            if t.kind in TRIGGERS:
-                self.reached[t.kind] += 1
-                skip = t.kind in ("again", "undo")
-                self.misread[t.kind] += (i not in taken) if skip else taken.get(i) == "wrong restatement"
+        for kind, misread in self.domain.misreadings(s, labels) if self.domain.misreadings else ():
+            self.reached[kind] += 1
+            self.misread[kind] += misread
 
 
 def pool_stats(solutions: list[Solution], domain: str = "ledger") -> dict:
     """Every rate of a pool of graded solutions of ``domain`` (see the module docstring for the names)."""
-    if domain not in DOMAINS:
-        raise ValueError(f"unknown lab domain {domain!r} (known: {', '.join(DOMAINS)})")
-    oracle = DOMAINS[domain]
+    d = domain_named(domain)
+    oracle = d.oracle
     labels = [oracle.oracle_labels(s) for s in solutions]
     pool, selection = selection_stats(solutions, [all(lab.rating >= 0 for lab in ls) for ls in labels])
-    t = _StepTally(domain)
+    t = _StepTally(d)
     for s, ls in zip(solutions, labels):
         t.add(s, ls)
     share = lambda a, b: a / b if b else None
@@ -149,14 +133,15 @@ def pool_stats(solutions: list[Solution], domain: str = "ledger") -> dict:
         "neutral_steps": share(sum(v for k, v in t.reasons.items() if rating[k] == 0), t.steps),
         "wrong_steps": share(sum(v for k, v in t.reasons.items() if rating[k] == -1), t.steps),
         "steps_per_solution": share(t.steps, t.n), "tokens_per_solution": share(t.tokens, t.n),
-        "misread": {k: share(t.misread[k], t.reached[k]) for k in TRIGGERS if t.reached[k]},
+        "misread": {k: share(t.misread[k], t.reached[k]) for k in d.triggers if t.reached[k]},
         "step_reasons": {k: share(v, t.steps) for k, v in t.reasons.most_common()},
         "first_error": {k: share(v, t.n) for k, v in t.first.most_common()},
     }
-    if domain == "plans":
-        kinds = {kind: [k for k in oracle.REASONS if oracle.error_kind(k) == kind] for kind in ("immediate", "delayed")}
+    if d.delayed:  # a domain whose errors are not all visible on their line: how many are of each kind
+        kinds = {kind: [k for k in oracle.REASONS if d.error_kind(k) == kind] for kind in ("immediate", "delayed")}
         out["error_kinds"] = {kind: share(sum(t.reasons[k] for k in ks), t.steps) for kind, ks in kinds.items()}
         out["first_error_kind"] = {kind: share(sum(t.first[k] for k in ks), t.n) for kind, ks in kinds.items()}
+    if not d.triggers:
         del out["misread"]
     return out
 

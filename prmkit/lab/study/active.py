@@ -152,7 +152,7 @@ def choose(candidates: list, plan: list[tuple], scores: dict[str, np.ndarray], s
 def set_stats(chosen: list, labelled: list) -> dict:
     """What a selection changes: shares of wrong answers, of solutions with a wrong step (the oracle's
     truth), of records the labellers stopped at an error, and the mean number of rated steps."""
-    from prmkit.lab.oracle import oracle_labels
+    from prmkit.lab.domains import oracle_labels
 
     n = max(len(chosen), 1)
     return {"solutions": len(chosen),
@@ -182,7 +182,7 @@ def job_data(out: Path, cfg, seed: int, device: str = "auto") -> dict:
     """Candidates (every one rated by the simulated labellers), the held-out pool and its oracle step truth."""
     from prmkit.io import write_records
     from prmkit.lab.labellers import label
-    from prmkit.lab.oracle import oracle_labels
+    from prmkit.lab.domains import oracle_labels
     from prmkit.lab.pools import generate_pool
 
     a = cfg.active

@@ -140,7 +140,7 @@ def label_quality(solutions, records) -> dict:
 
 def examples(solutions, records, per_reason: int = 1) -> list[dict]:
     """Up to ``per_reason`` solutions showing each disagreement reason: problem, steps, oracle, labels, values."""
-    from prmkit.lab.oracle import oracle_labels
+    from prmkit.lab.domains import oracle_labels
 
     out, seen = [], dict.fromkeys(REASONS, 0)
     for sol, rec in zip(solutions, records):

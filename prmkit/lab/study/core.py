@@ -160,7 +160,7 @@ def mean_ci(per_seed_problem, n_boot: int = 2000, seed: int = 0) -> dict:
 def step_auroc(solutions, probs: list[np.ndarray]) -> float:
     """AUROC of P(step correct) against the oracle (+1 and 0 correct, -1 wrong), over every scored step."""
     from prmkit.evaluate.steps import auroc
-    from prmkit.lab.oracle import oracle_labels
+    from prmkit.lab.domains import oracle_labels
 
     scores, truth = [], []
     for sol, p in zip(solutions, probs):

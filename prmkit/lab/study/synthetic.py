@@ -124,7 +124,7 @@ def oracle_probabilities(sol) -> np.ndarray:
     >>> oracle_probabilities(s).shape == (len(s.texts), 2)
     True
     """
-    from prmkit.lab.oracle import oracle_labels
+    from prmkit.lab.domains import oracle_labels
 
     return np.array([[0.0, 1.0] if lab.rating == -1 else [1.0, 0.0] for lab in oracle_labels(sol)]).reshape(-1, 2)
 
@@ -150,7 +150,7 @@ def label_agreement(solutions, probs: list[np.ndarray], threshold: float) -> dic
     the grade equals the oracle's outcome (how far answer checking is from it); ``caught_right_answer_wrong_step``:
     of right answers reached through a wrong step, the share it flags.
     """
-    from prmkit.lab.oracle import oracle_labels
+    from prmkit.lab.domains import oracle_labels
 
     first_ok, outcome_ok, grade_ok, caught, sneaky, flagged, n_wrong = [], [], [], 0, 0, 0, 0
     for sol, p in zip(solutions, probs):

@@ -1,0 +1,114 @@
+"""The lab's domains behind one interface (prmkit.lab.domains): the registry, configs that cannot mix two
+domains, each domain's words as the base's whole vocabulary, a pool read by its own domain's oracle, and
+a toy third domain that the lab's generic parts take without a change."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from prmkit.cli import main
+from prmkit.io import write_records
+from prmkit.lab import LabConfig, generate_pool, label, pool_stats, preset
+from prmkit.lab.base import lab_tokenizer
+from prmkit.lab.domains import DOMAINS, LEDGER, PLANS, Domain, domain_of, register
+from prmkit.lab.labellers import LabellerConfig
+from prmkit.lab.plans.generator import PlansGeneratorConfig
+from prmkit.schema import Problem, Solution, Step
+
+
+@pytest.mark.parametrize("name", ["ledger", "plans"])
+def test_every_word_of_a_domain_is_in_its_base_vocabulary(name):
+    cfg = preset("quick", name)
+    assert cfg.lab_domain is DOMAINS[name]
+    tok = lab_tokenizer(cfg.lab_domain.words)
+    texts = [t for split in ("eval", "ood") for s in generate_pool(cfg, 0, split, problems=20, samples=4)
+             for t in (s.problem.problem, *s.texts)]
+    assert texts and not any(tok.unk_token_id in tok.encode(t, add_special_tokens=False) for t in texts)
+
+
+def test_the_ledger_vocabulary_is_the_one_every_cached_base_was_built_with():
+    vocab = lab_tokenizer().get_vocab()
+    assert len(vocab) == 1058 and vocab["Start"] == 15 and vocab["undo"] == 31 and vocab["0"] == 58
+
+
+def test_a_config_cannot_mix_two_domains():
+    with pytest.raises(ValueError, match="a ledger lab config needs every part of the ledger domain: generator is a "
+                                         "PlansGeneratorConfig"):
+        LabConfig(generator=PlansGeneratorConfig())
+    with pytest.raises(ValueError, match="ood is a LedgerConfig"):
+        dataclasses.replace(preset("quick", "plans"), ood=LEDGER.ood)
+    with pytest.raises(ValueError, match="policy lm: its base model cannot yet sample"):
+        preset("quick", "plans").replace({"policy": "lm"})
+    with pytest.raises(ValueError, match="domain.family 'chores' does not start with 'plans'"):
+        preset("quick", "plans").replace({"domain.family": "chores"})
+    with pytest.raises(ValueError, match="unknown preset 'easy' of the plans domain"):
+        preset("easy", "plans")
+
+
+def test_the_plans_pools_are_labelled_with_its_delayed_errors_missed_more():
+    cfg = preset("quick", "plans")
+    pool = generate_pool(cfg, 0, "train", problems=40, samples=4)
+    assert {domain_of(s).name for s in pool} == {"plans"} and pool[0].problem.subject == "plans"
+    strict = dataclasses.replace(cfg.labellers, delayed_miss_factor=1.0, stop_at_first_error=False)
+    lenient = dataclasses.replace(strict, delayed_miss_factor=3.0)
+    missed = [sum(r == 1 and t.rating == -1 and t.reason in PLANS.delayed
+                  for s, lab in zip(pool, label(pool, c, seed=0))
+                  for t, r in zip(PLANS.oracle.oracle_labels(s), lab.ratings)) for c in (strict, lenient)]
+    assert missed[1] > missed[0]
+
+
+def test_lab_stats_reads_a_pool_file_by_its_own_domain(tmp_path, capsys):
+    path = tmp_path / "plans.jsonl"
+    write_records(path, generate_pool(preset("quick", "plans"), 0, "eval", problems=4, samples=4))
+    assert main(["lab", "stats", str(path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert "error_kinds" in d and "unparseable step" not in d["step_reasons"]
+    with pytest.raises(SystemExit, match=f"{path} holds problems of the plans domain but --domain ledger was given"):
+        main(["lab", "stats", str(path), "--domain", "ledger"])
+
+
+# --- a third domain: a few lines, taken by the registry and the statistics page unchanged -----------
+
+@dataclasses.dataclass(frozen=True)
+class CountFamily:
+    family: str = "count"
+    steps: int = 3
+
+
+def _count_problems(fam, n, seed, split):
+    return [Problem(f"Count to {fam.steps + i % 2}.", answer=str(fam.steps + i % 2), id=f"{fam.family}-{split}-{seed}-{i}",
+                    subject=fam.family) for i in range(n)]
+
+
+def _count_labels(solution):
+    target = int(solution.problem.answer)
+    return [SimpleNamespace(rating=1 if t == str(i + 1) or t == f"# Answer\n\n{target}" else -1,
+                            reason="right" if t == str(i + 1) or t.endswith(str(target)) else "wrong")
+            for i, t in enumerate(solution.texts)]
+
+
+COUNT = Domain(name="count", family_config=CountFamily, ood=CountFamily(family="count-ood", steps=5),
+               generator_config=PlansGeneratorConfig, make_problems=_count_problems, generate=None,
+               oracle=SimpleNamespace(oracle_labels=_count_labels, REASONS={"right": (1, ""), "wrong": (-1, "")}),
+               words=("Count", "to", ".", "#", "Answer", "\n"))
+
+
+def test_a_third_domain_is_one_registration():
+    register(COUNT)
+    try:
+        with pytest.raises(ValueError, match="already registered"):
+            register(dataclasses.replace(COUNT))
+        p = _count_problems(CountFamily(), 2, 0, "eval")
+        sols = [Solution(p[0], [Step.of("1"), Step.of("2"), Step.of("3"), Step.of("# Answer\n\n3")], answer="3",
+                         grade="correct"),
+                Solution(p[1], [Step.of("1"), Step.of("3"), Step.of("# Answer\n\n3")], answer="3", grade="incorrect")]
+        assert domain_of(sols[0]) is COUNT
+        d = pool_stats(sols, "count")
+        assert d["wrong_step_solutions"] == 0.5 and d["step_limit@1"] == 0.5 and "misread" not in d
+        assert label(sols, LabellerConfig(flip_rate=0.0, bias=0.0), seed=0)[1].ratings[-1] == -1
+    finally:
+        DOMAINS.pop("count", None)

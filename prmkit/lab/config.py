@@ -261,5 +261,21 @@ def from_recipe(path: str | Path, cls=None) -> LabConfig:
     return resolve(cls or LabConfig, read_recipe(path))
 
 
-__all__ = ["DEV_SEEDS", "PRESETS", "domain_defaults", "presets", "RECIPES", "REPORT_SEEDS", "RM_BASE", "SEED_SETS", "SPLITS", "BaseConfig", "LabConfig", "config_hash", "from_recipe",
-           "lab_format", "lab_rm", "preset"]
+__all__ = [
+    "DEV_SEEDS",
+    "PRESETS",
+    "RECIPES",
+    "REPORT_SEEDS",
+    "RM_BASE",
+    "SEED_SETS",
+    "SPLITS",
+    "BaseConfig",
+    "LabConfig",
+    "config_hash",
+    "domain_defaults",
+    "from_recipe",
+    "lab_format",
+    "lab_rm",
+    "preset",
+    "presets",
+]

@@ -181,8 +181,8 @@ def equivalent_labels(labels_base, base_curve, labels_arm, arm_curve) -> list[fl
 def job_data(out: Path, cfg, seed: int, device: str = "auto") -> dict:
     """Candidates (every one rated by the simulated labellers), the held-out pool and its oracle step truth."""
     from prmkit.io import write_records
-    from prmkit.lab.labellers import label
     from prmkit.lab.domains import oracle_labels
+    from prmkit.lab.labellers import label
     from prmkit.lab.pools import generate_pool
 
     a = cfg.active

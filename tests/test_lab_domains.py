@@ -67,7 +67,7 @@ def test_lab_stats_reads_a_pool_file_by_its_own_domain(tmp_path, capsys):
     assert main(["lab", "stats", str(path), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert "error_kinds" in d and "unparseable step" not in d["step_reasons"]
-    with pytest.raises(SystemExit, match=f"{path} holds problems of the plans domain but --domain ledger was given"):
+    with pytest.raises(SystemExit, match=f"{path}: the pool holds problems of the plans domain, not of ledger"):
         main(["lab", "stats", str(path), "--domain", "ledger"])
 
 
@@ -112,3 +112,40 @@ def test_a_third_domain_is_one_registration():
         assert label(sols, LabellerConfig(flip_rate=0.0, bias=0.0), seed=0)[1].ratings[-1] == -1
     finally:
         DOMAINS.pop("count", None)
+
+
+def test_a_pool_of_two_domains_is_refused():
+    mixed = generate_pool(preset("quick"), 0, "eval", problems=1, samples=1) + \
+        generate_pool(preset("quick", "plans"), 0, "eval", problems=1, samples=1)
+    with pytest.raises(ValueError, match="the pool holds problems of the ledger and plans domains"):
+        pool_stats(mixed)
+
+
+# --- the plans domain through `prmkit lab run`, at a tiny size -------------------------------------
+
+TINY = {"eval_problems": 4, "eval_samples": 4, "ood_problems": 2, "ood_samples": 4, "train_problems": 20,
+        "train_samples": 2, "pretrain_problems": 8, "ood_pretrain_problems": 2, "base.hidden_size": 32,
+        "base.intermediate_size": 64, "base.layers": 1, "base.heads": 2, "base.steps": 3, "base.batch_size": 4,
+        "base.warmup": 1, "rm.max_steps": 2, "rm.batch_size": 4, "rm.warmup_steps": 1, "rm.restarts": 1,
+        "rm.save_every": 0, "rm.early_stop_patience": 0, "rm.eval_every": 0, "bootstrap": 20, "paper_arms": True,
+        "orm_ratio": 3}
+"""Seconds on a CPU: every stage of the run, both data arms, nothing trained to mean anything."""
+
+
+@pytest.mark.slow
+def test_lab_run_takes_the_plans_domain_end_to_end(tmp_path, monkeypatch, capsys):
+    from prmkit.io import read_solutions
+
+    monkeypatch.setenv("PRMKIT_CACHE", str(tmp_path / "cache"))
+    sets = [a for k, v in TINY.items() for a in ("--set", f"{k}={v}")]
+    assert main(["lab", "run", "--domain", "plans", "--preset", "quick", "--seeds", "0", "--workers", "1",
+                 "--no-progress", "--out-dir", str(tmp_path / "run"), *sets]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["domain"] == "plans" and summary["command"].startswith("prmkit lab run --domain plans --preset quick")
+    scored = list(read_solutions(tmp_path / "run" / "seed-0" / "score-eval" / "eval.jsonl.gz"))
+    assert {s.problem.subject for s in scored} == {"plans"} and all("prm_min" in s.scores for s in scored)
+    ood = list(read_solutions(tmp_path / "run" / "seed-0" / "score-ood" / "ood.jsonl.gz"))
+    assert {s.problem.subject for s in ood} == {"plans-ood"}
+    steps = json.loads((tmp_path / "run" / "seed-0" / "evaluate" / "eval.json").read_text())["steps"]["prm"]
+    assert steps["steps"] > 0 and set(steps["by_reason"]) <= {k for k, (r, _) in PLANS.oracle.REASONS.items() if r == -1}
+    assert "the plans domain, preset quick" in (tmp_path / "run" / "report.html").read_text()

@@ -182,16 +182,14 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def _domain_of_file(path: str, solutions: list, asked: str | None) -> str:
-    """The one lab domain of a pool file's problems (:func:`prmkit.lab.domains.domain_of`); an error when
-    they mix domains or ``--domain`` names another, since another domain's oracle would rate every step wrong."""
-    from prmkit.lab.domains import domain_of
+    """The one lab domain of a pool file's problems (:func:`prmkit.lab.domains.domain_of_pool`), or a user
+    error naming the file."""
+    from prmkit.lab.domains import domain_of_pool
 
-    found = sorted({domain_of(s).name for s in solutions})
-    if len(found) > 1 or (asked and found and found != [asked]):
-        said = f" but --domain {asked} was given" if asked and len(found) == 1 else ""
-        raise SystemExit(f"prmkit lab stats: {path} holds problems of the {' and '.join(found)} domain{said}; "
-                         "a pool is read by its own domain's oracle")
-    return found[0] if found else asked or "ledger"
+    try:
+        return domain_of_pool(solutions, asked).name
+    except ValueError as e:
+        raise SystemExit(f"prmkit lab stats: {path}: {e}") from None
 
 
 def _command(head: str, args: argparse.Namespace) -> str:
@@ -229,7 +227,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     if args.out is None:
-        args.out = f"runs/lab-{args.preset}"
+        args.out = f"runs/lab-{args.preset}" if args.domain == "ledger" else f"runs/lab-{args.domain}-{args.preset}"
     if args.fresh and os.path.isdir(args.out):
         shutil.rmtree(args.out)
     summary = run_lab(cfg, args.seeds, args.out, jobs=args.workers, progress=args.progress,
@@ -275,14 +273,24 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
-def _add_config_flags(p: argparse.ArgumentParser) -> None:
+def _add_domain_flag(p: argparse.ArgumentParser) -> None:
     from prmkit.lab.domains import DOMAINS
 
     p.add_argument("--domain", choices=tuple(DOMAINS), default=None,
                    help="the lab domain (prmkit.lab.domains): ledger (each step a calculation; the default) or plans "
                         "(each step a decision: which tasks on which day; presets default and quick); a pool file's "
                         "own domain is read from its problems")
-    p.add_argument("--preset", choices=sorted(set(lab.PRESETS).union(*map(lab.presets, DOMAINS))), default="default",
+
+
+def _preset_names() -> list[str]:
+    from prmkit.lab.domains import DOMAINS
+
+    return sorted(set(lab.PRESETS).union(*map(lab.presets, DOMAINS)))
+
+
+def _add_config_flags(p: argparse.ArgumentParser) -> None:
+    _add_domain_flag(p)
+    p.add_argument("--preset", choices=_preset_names(), default="default",
                    help="sizes and settings to start from: default (300 x 64 held out, the family chosen by the rule "
                         "of docs/lab.md), easy (the default's sizes on the family before it, at its ceiling), quick "
                         "(seconds; the easy family), full (larger; the easy family), quick-lm (quick, its pools "
@@ -350,7 +358,8 @@ def _register_run(sub) -> None:
                                    "best-of-N curves with CIs for the PRM (each aggregation), the ORM, majority and "
                                    "weighted votes, a label-free baseline and pass@N, on held-out problems and an "
                                    "out-of-distribution family; report.html with figures, configuration and wall times.")
-    p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
+    _add_domain_flag(p)
+    p.add_argument("--preset", choices=_preset_names(), default="default",
                    help="quick (small pools, a few minutes), default (300 x 64 held out, 2,000 labelled, the paper's arms, ~20 min per "
                         "seed), full (larger pools and a label-budget sweep), quick-lm (quick, its pools sampled "
                         "from the base model)")

@@ -144,10 +144,27 @@ def domain_of(solution: Solution) -> Domain:
     return domain_of_problem(solution.problem)
 
 
+def domain_of_pool(solutions: list[Solution], asked: str | None = None) -> Domain:
+    """The one domain of a pool's problems (``asked``, by name, for an empty pool; the ledger without
+    either). An error when the pool mixes domains or ``asked`` names another: another domain's oracle
+    would rate every step wrong.
+
+    >>> domain_of_pool([]).name, domain_of_pool([], "plans").name
+    ('ledger', 'plans')
+    """
+    found = sorted({domain_of(s).name for s in solutions})
+    if len(found) > 1:
+        raise ValueError(f"the pool holds problems of the {' and '.join(found)} domains; one pool is one domain's")
+    if asked is not None and found and found != [asked]:
+        raise ValueError(f"the pool holds problems of the {found[0]} domain, not of {asked}")
+    return domain_named(found[0] if found else asked or "ledger")
+
+
 def oracle_labels(solution: Solution) -> list:
     """The exact oracle's label of every step ``solution`` took, by its own domain's oracle."""
     return domain_of(solution).oracle.oracle_labels(solution)
 
 
-__all__ = ["DOMAINS", "LEDGER", "PLANS", "Domain", "domain_for_family", "domain_named", "domain_of", "domain_of_problem",
+__all__ = ["DOMAINS", "LEDGER", "PLANS", "Domain", "domain_for_family", "domain_named", "domain_of", "domain_of_pool",
+           "domain_of_problem",
            "oracle_labels", "register"]

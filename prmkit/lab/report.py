@@ -210,12 +210,14 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
             result = dict(results[s][p], source=[f"seed {s}, {p} pool"])
             parts.append(Markup("<details><summary>seed {}, {}: every number</summary>{}</details>").format(
                 s, p, bon_section(result)))
-    text = page(f"prmkit lab run: {cfg.name}", parts,
-                heading=f"prmkit lab run: preset {cfg.name}, seeds {', '.join(map(str, seeds))}", command=command,
+    domain = cfg.lab_domain.name
+    where = f"preset {cfg.name}" if domain == "ledger" else f"the {domain} domain, preset {cfg.name}"
+    text = page(f"prmkit lab run: {cfg.name}" if domain == "ledger" else f"prmkit lab run: {domain} {cfg.name}", parts,
+                heading=f"prmkit lab run: {where}, seeds {', '.join(map(str, seeds))}", command=command,
                 config=dataclasses.asdict(cfg))
     with atomic_output(run_dir / "report.html") as f:
         f.write(text)
-    return {"command": command, "preset": cfg.name, "seeds": seeds,
+    return {"command": command, "domain": domain, "preset": cfg.name, "seeds": seeds,
             "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
                                  "sweep": sweeps[s]} for s in seeds},
             **({"findings": findings} if findings else {"targets": {str(s): checks[s] for s in seeds}}),

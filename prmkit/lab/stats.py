@@ -49,7 +49,7 @@ from prmkit.evaluate.bon import exact_pass
 from prmkit.evaluate.curves import default_ns
 from prmkit.evaluate.pool import Pool, PoolBuilder
 from prmkit.evaluate.vote import vote_curve
-from prmkit.lab.domains import Domain, domain_named
+from prmkit.lab.domains import Domain, domain_of_pool
 from prmkit.schema import Solution
 
 
@@ -113,9 +113,10 @@ class _StepTally:
             self.misread[kind] += misread
 
 
-def pool_stats(solutions: list[Solution], domain: str = "ledger") -> dict:
-    """Every rate of a pool of graded solutions of ``domain`` (see the module docstring for the names)."""
-    d = domain_named(domain)
+def pool_stats(solutions: list[Solution], domain: str | None = None) -> dict:
+    """Every rate of a pool of graded solutions (see the module docstring for the names), by its problems'
+    own domain (:func:`prmkit.lab.domains.domain_of_pool`; ``domain`` must agree where given)."""
+    d = domain_of_pool(solutions, domain)
     oracle = d.oracle
     labels = [oracle.oracle_labels(s) for s in solutions]
     pool, selection = selection_stats(solutions, [all(lab.rating >= 0 for lab in ls) for ls in labels])

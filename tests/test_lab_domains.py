@@ -149,3 +149,18 @@ def test_lab_run_takes_the_plans_domain_end_to_end(tmp_path, monkeypatch, capsys
     steps = json.loads((tmp_path / "run" / "seed-0" / "evaluate" / "eval.json").read_text())["steps"]["prm"]
     assert steps["steps"] > 0 and set(steps["by_reason"]) <= {k for k, (r, _) in PLANS.oracle.REASONS.items() if r == -1}
     assert "the plans domain, preset quick" in (tmp_path / "run" / "report.html").read_text()
+
+
+def test_the_lab_generate_backend_samples_a_plans_preset_and_refuses_rollouts_it_cannot_make():
+    from prmkit.generate.config import GenerateConfig
+    from prmkit.lab.backend import lab_backend
+    from prmkit.steps import split_steps
+
+    backend = lab_backend(GenerateConfig(backend="lab", model="plans/quick"))
+    problem = PLANS.make_problems(PLANS.family_config(), 1, 0, "eval")[0]
+    samples = backend.generate([problem], 3)[0]
+    for sample in samples:
+        labels = PLANS.oracle.label_texts(PLANS.oracle.plan_of(problem.problem), split_steps(sample.text))
+        assert labels and "unparseable step" not in {lab.reason for lab in labels}
+    with pytest.raises(ValueError, match="cannot continue a plans solution from a prefix"):
+        backend.complete(problem, ["Day 1: A"], 2)

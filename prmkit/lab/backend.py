@@ -27,10 +27,12 @@ from prmkit.steps import join_steps
 
 
 def lab_preset(cfg):
-    """The :class:`~prmkit.lab.config.LabConfig` that ``cfg.model`` names (``default`` when empty)."""
+    """The :class:`~prmkit.lab.config.LabConfig` that ``cfg.model`` names: a ledger preset (``default``
+    when empty), or ``DOMAIN/PRESET`` for another domain's (``plans/quick``)."""
     from prmkit.lab.config import preset
 
-    return preset(cfg.model or "default")
+    domain, _, name = (cfg.model or "default").rpartition("/")
+    return preset(name, domain or "ledger")
 
 
 RULES_IGNORE = ("temperature", "top_p", "max_new_tokens", "prompt", "few_shot", "few_shot_n", "chat_template", "stop",
@@ -59,6 +61,7 @@ class LabBackend(Backend):
     def __init__(self, cfg, generator=None):
         refuse_settings(cfg, RULES_IGNORE, "lab", "samples by its rules (lab-lm samples a model)")
         self.cfg, self.generator = cfg, generator or lab_preset(cfg).generator  # a study passes its own
+        self.domain = domain_for_generator(self.generator)
         self.name = self.generator.name
 
     def identity(self):
@@ -72,15 +75,25 @@ class LabBackend(Backend):
         return {"rules": config_hash(self.generator)}
 
     def generate(self, problems, n):
-        from prmkit.lab.generator import generate
-
-        sols = generate(problems, self.generator, n, self.cfg.seed)
+        sols = self.domain.generate(problems, self.generator, n, self.cfg.seed)
         return [[_sample(s.texts) for s in sols[i * n:(i + 1) * n]] for i in range(len(problems))]
 
     def complete(self, problem, prefix_steps, n, start=0):
-        from prmkit.lab.generator import continue_samples
+        if self.domain.continue_samples is None:
+            raise ValueError(f"the lab backend cannot continue a {self.domain.name} solution from a prefix: the "
+                             f"{self.domain.name} generator has no continuation (Monte-Carlo rollouts need one)")
+        texts = self.domain.continue_samples(problem, prefix_steps, self.generator, n, self.cfg.seed, start)
+        return [_sample(t) for t in texts]
 
-        return [_sample(t) for t in continue_samples(problem, prefix_steps, self.generator, n, self.cfg.seed, start)]
+
+def domain_for_generator(generator):
+    """The lab domain whose rule-based generator ``generator`` configures."""
+    from prmkit.lab.domains import DOMAINS
+
+    found = [d for d in DOMAINS.values() if isinstance(generator, d.generator_config)]
+    if not found:
+        raise TypeError(f"{type(generator).__name__} is no lab domain's generator config")
+    return found[0]
 
 
 def _sample(texts: list[str]) -> Sample:

@@ -20,6 +20,7 @@ from markupsafe import Markup
 from prmkit.evaluate.html import bon_section, figure, page, table
 from prmkit.evaluate.plots import plot_bon
 from prmkit.io import atomic_output
+from prmkit.lab.numbers import interval
 from prmkit.lab.scoring import sweep_rows
 from prmkit.lab.targets import (
     ARM_NAMES,
@@ -65,10 +66,7 @@ def _load(run_dir: Path, seed: int, pool: str) -> dict:
 
 def _ci(result: dict, metric: str) -> str:
     m = result["metrics"].get(metric)
-    if m is None:
-        return "-"
-    lo, hi = m["ci95"]
-    return f"{100 * m['estimate']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]"
+    return "-" if m is None else interval(m)
 
 
 def headline_rows(result: dict) -> list[tuple[str, str]]:

@@ -10,6 +10,8 @@ PRM means ``prm_min`` (chosen before any run). Every function reads the evaluati
 (``RUN_DIR/seed-S/evaluate/<pool>.json``) and returns plain numbers.
 
 >>> import numpy as np
+
+from prmkit.lab.numbers import interval, points
 >>> r = {"ns": [1, 4], "per_problem": {"bon_acc[prm_min]": [[1, 1], [0, 1]], "bon_acc[orm]": [[0, 0], [0, 1]],
 ...                                    "maj_acc": [[0, 0], [0, 0]]}}
 >>> g = pooled_gaps({0: r, 1: r}, n_boot=50)
@@ -20,6 +22,8 @@ PRM means ``prm_min`` (chosen before any run). Every function reads the evaluati
 from __future__ import annotations
 
 import numpy as np
+
+from prmkit.lab.numbers import interval, points
 
 PRM, ORM, MAJORITY = "bon_acc[prm_min]", "bon_acc[orm]", "maj_acc"
 POOL_NAMES = {"eval": "held-out pool", "ood": "OOD family"}
@@ -114,15 +118,10 @@ def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0, arm: str =
 
 def findings_rows(findings: dict) -> tuple[list[str], list[list[str]]]:
     """The pooled findings of every pool as table rows (percent; gaps in points), ceilings beside each gap."""
-    def pct(x):
-        return f"{100 * x:.1f}"
-
-    def gap(g):
-        return f"{100 * g['mean']:+.1f} [{100 * g['ci95'][0]:+.1f}, {100 * g['ci95'][1]:+.1f}]"
-
+    pct = points
     rows = [[POOL_NAMES[p], str(f["N"]), pct(f["pass"]), pct(f["step_limit"]), pct(f["majority"]),
-             f"{pct(f['answer_prm'])} / {pct(f['answer_orm'])}", gap(f["answer"]),
-             f"{pct(f['valid_prm'])} / {pct(f['valid_orm'])}", gap(f["valid"])]
+             f"{pct(f['answer_prm'])} / {pct(f['answer_orm'])}", interval(f["answer"], signed=True),
+             f"{pct(f['valid_prm'])} / {pct(f['valid_orm'])}", interval(f["valid"], signed=True)]
             for p, rows in findings.items() for f in rows]
     return ["pool", "N", "pass@N (outcome-judge ceiling)", "step-judge limit", "majority",
             "answer acc. PRM / ORM", "PRM - ORM, answer [95% CI]", "valid-solution acc. PRM / ORM",
@@ -151,11 +150,8 @@ def auroc_spreads(headlines: list[dict]) -> dict:
 def pooled_rows(pooled: dict, spreads: dict) -> tuple[list[str], list[list[str]]]:
     """The pooled gaps of every pool and each PRM's AUROC spread (:func:`auroc_spreads`) as table rows
     (points; shared by the report and the docs generator)."""
-    def pts(x):
-        return f"{100 * x:+.1f}"
-
-    rows = [[POOL_NAMES[p], name, f"{pts(g['mean'])} [{pts(g['ci95'][0])}, {pts(g['ci95'][1])}]",
-             ", ".join(pts(x) for x in g["per_seed"]), "yes" if g["above_zero"] else "no"]
+    rows = [[POOL_NAMES[p], name, interval(g, signed=True),
+             ", ".join(points(x, signed=True) for x in g["per_seed"]), "yes" if g["above_zero"] else "no"]
             for p, gaps in pooled.items() for name, g in gaps.items()]
     for name, spread in spreads.items():
         floor = (f"; lowest {spread['lowest']:.3f}, {'at least' if spread['above_floor'] else 'below'} "

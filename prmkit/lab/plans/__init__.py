@@ -7,7 +7,16 @@ which day) rather than a calculation, with an exact oracle for every step.
   told from delayed ones (dead ends and wasteful days), and the answer's grade.
 """
 
-from prmkit.lab.plans.domain import OOD, Plan, PlansConfig, Task, best_finish, make_problem, make_problems, parse_problem
+from prmkit.lab.plans.domain import (
+           OOD,
+           Plan,
+           PlansConfig,
+           Task,
+           best_finish,
+           make_problem,
+           make_problems,
+           parse_problem,
+)
 from prmkit.lab.plans.oracle import REASONS, StepLabel, error_kind, grade_answer, label_texts, oracle_labels
 
 __all__ = ["OOD", "REASONS", "Plan", "PlansConfig", "StepLabel", "Task", "best_finish", "error_kind", "grade_answer",

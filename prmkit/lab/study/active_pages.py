@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from prmkit.lab.numbers import interval
 from prmkit.lab.study.core import log_fit, write_study_pages
 
 # --- the report ------------------------------------------------------------------------------------
@@ -57,13 +58,6 @@ def _plot_arms(summary: dict, arms: tuple[str, ...], path: Path, title: str) -> 
 
 def _pct(x) -> str:
     return f"{100 * x:.1f}"
-
-
-def _ci(d: dict, signed: bool = False) -> str:
-    def pts(x):
-        return f"{100 * x:+.1f}" if signed else f"{100 * x:.1f}"
-
-    return f"{pts(d['mean'])} [{pts(d['ci95'][0])}, {pts(d['ci95'][1])}]"
 
 
 def _factor(f: dict) -> str:
@@ -148,7 +142,7 @@ def point_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
             labels = f"{p['labels']:,}"
             if arm == "active_paper":
                 labels += f" ({strict[p['model']]:,} with the selector's)"
-            rows.append([arm.split("_")[0], p["model"], labels, _ci(p), ", ".join(_pct(x) for x in p["per_seed"]),
+            rows.append([arm.split("_")[0], p["model"], labels, interval(p), ", ".join(_pct(x) for x in p["per_seed"]),
                          ", ".join(f"{x:.3f}" for x in p["step_auroc"]), _pct(s["wrong_answer"]),
                          _pct(s["wrong_step"]), _pct(s["found_error"]), f"{s['rated_steps']:.1f}"])
     return (["arm", "model", "labels", f"best-of-{summary['n']} % [95% CI]", "per seed", "step AUROC per seed",
@@ -157,7 +151,7 @@ def point_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
 
 def difference_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """Paired differences in best-of-N (points) at equal labels, with CIs and per seed."""
-    rows = [[k, _ci(v, signed=True), ", ".join(f"{100 * x:+.1f}" for x in v["per_seed"])]
+    rows = [[k, interval(v, signed=True), ", ".join(f"{100 * x:+.1f}" for x in v["per_seed"])]
             for k, v in summary["differences"].items()]
     return ["paired difference", "mean pts [95% CI]", "per seed"], rows
 
@@ -181,7 +175,7 @@ def findings(summary: dict) -> str:
     for k in budgets:
         v = d[f"active-{k} - uniform-{k}"]
         side = "above" if v["ci95"][0] > 0 else "below" if v["ci95"][1] < 0 else "level with (CI spans 0)"
-        at_equal.append(f"{side} uniform at {k} per problem ({_ci(v, signed=True)} points)")
+        at_equal.append(f"{side} uniform at {k} per problem ({interval(v, signed=True)} points)")
     bullets.append("**At equal selected labels** active is " + "; ".join(at_equal) + ".")
     first_u, first_a = summary["points"]["uniform"][0], summary["points"]["active_paper"][0]
     bullets.append(f"**What the selection changes** at {budgets[0]} per problem: {_pct(first_a['set']['wrong_answer'])}% "
@@ -189,7 +183,7 @@ def findings(summary: dict) -> str:
                    f"{_pct(first_a['set']['wrong_step'])}% with a wrong step against {_pct(first_u['set']['wrong_step'])}%.")
     if "generations" in f:
         curve = " -> ".join(_pct(p["mean"]) for p in summary["points"]["generations"])
-        gen = [f"{k}: {_ci(v, signed=True)}" for k, v in d.items() if k.startswith("gen-")]
+        gen = [f"{k}: {interval(v, signed=True)}" for k, v in d.items() if k.startswith("gen-")]
         bullets.append(f"**Generations**: {curve}, factor {_factor(f['generations'])}; against uniform at the same "
                        "cumulative labels " + "; ".join(gen) + ".")
     models = summary["models"]

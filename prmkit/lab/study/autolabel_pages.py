@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from prmkit.lab.numbers import interval
 from prmkit.lab.study.autolabel import ARMS, METHODS
 from prmkit.lab.study.autolabel_quality import REASONS
 from prmkit.lab.study.core import write_study_outputs
@@ -31,11 +32,6 @@ def _spread(per_seed: list) -> str:
     if not vals:
         return "n/a"
     return f"{100 * np.mean(vals):.1f} [{100 * min(vals):.1f}, {100 * max(vals):.1f}]"
-
-
-def _ci(c: dict, signed: bool = False) -> str:
-    fmt = "{:+.1f}" if signed else "{:.1f}"
-    return f"{fmt.format(100 * c['mean'])} [{100 * c['ci95'][0]:.1f}, {100 * c['ci95'][1]:.1f}]"
 
 
 def quality_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
@@ -96,7 +92,7 @@ def prm_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
             continue
         aur = r["step_auroc"]
         rows.append([*base, f"{np.nanmean(aur):.3f} [{np.nanmin(aur):.3f}, {np.nanmax(aur):.3f}]",
-                     _ci(r[f"bon@{n}"]), "" if arm == "human" else _ci(r["minus_human"], True)])
+                     interval(r[f"bon@{n}"]), "" if arm == "human" else interval(r["minus_human"], True)])
     return (["arm", "labels", "solutions", "wrong steps", "cost (rollouts + judge calls)",
              "step AUROC (held out) mean [min, max]", f"best-of-{n} (%)", "minus human (points)"], rows)
 
@@ -104,7 +100,7 @@ def prm_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
 def difference_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     n = summary["n"]
     return (["paired difference", f"best-of-{n} (points, 95% CI)"],
-            [[name, _ci(c, True)] for name, c in summary["differences"].items()])
+            [[name, interval(c, True)] for name, c in summary["differences"].items()])
 
 
 def findings(summary: dict) -> str:
@@ -126,7 +122,7 @@ def findings(summary: dict) -> str:
         if name in d:
             c = d[name]
             verdict = "helps" if c["ci95"][0] > 0 else "hurts" if c["ci95"][1] < 0 else "neither helps nor hurts"
-            parts.append(f"consensus filtering {verdict} best-of-{n} ({name}: {_ci(c, True)} points)")
+            parts.append(f"consensus filtering {verdict} best-of-{n} ({name}: {interval(c, True)} points)")
     above = [a for a, r in summary["prm"].items() if r["trained"] and a != "human" and r["minus_human"]["ci95"][0] > 0]
     below = [a for a, r in summary["prm"].items() if r["trained"] and a != "human" and r["minus_human"]["ci95"][1] < 0]
     parts.append("PRMs above the human-label PRM (CI above 0): " + (", ".join(above) or "none")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from prmkit.lab.numbers import interval
 from prmkit.lab.study.core import write_study_outputs
 from prmkit.lab.study.pressure_summary import HACK_MARGIN
 
@@ -27,12 +28,6 @@ def _num(x, digits: int = 2) -> str:
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "n/a"
     return "none in sight" if math.isinf(x) else f"{x:.{digits}f}"
-
-
-def _ci(c: dict, signed: bool = False) -> str:
-    fmt = "{:+.1f}" if signed else "{:.1f}"
-    return f"{fmt.format(100 * c['mean'])} [{100 * c['ci95'][0]:+.1f}, {100 * c['ci95'][1]:+.1f}]" if signed else \
-        f"{fmt.format(100 * c['mean'])} [{100 * c['ci95'][0]:.1f}, {100 * c['ci95'][1]:.1f}]"
 
 
 def _interval(lo_hi) -> str:
@@ -53,7 +48,7 @@ def bon_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
         for column, m in models.items():
             f = m["fit"]
             rows.append([f"{budget:,}", size, NAMES.get(column, column), _pct(m["gold_at_1"]),
-                         f"{_pct(m['peak_gold'])} ({m['peak_n']:,})", _ci(m["gold"][-1]), _ci(m["valid"][-1]),
+                         f"{_pct(m['peak_gold'])} ({m['peak_n']:,})", interval(m["gold"][-1]), interval(m["valid"][-1]),
                          f"{_num(f['alpha'], 3)} {_interval(f['alpha_ci'])}", f"{_num(f['beta'], 3)} {_interval(f['beta_ci'])}",
                          _num(f["peak_d"])])
     return header, rows
@@ -68,7 +63,7 @@ def rl_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
         m = r["mean"]
         f = r["fit"]
         rows.append([reward, _pct(m["gold"][0]), f"{_pct(r['peak_gold'])} ({r['peak_step']})", _pct(m["gold"][-1]),
-                     _ci(r["gold_change"], signed=True), _num(r["sqrt_kl"][-1]),
+                     interval(r["gold_change"], signed=True), _num(r["sqrt_kl"][-1]),
                      f"{_num(m['proxy'][0], 3)} → {_num(m['proxy'][-1], 3)}",
                      "never" if r["hacked_at"] is None else str(r["hacked_at"]),
                      f"{_num(f['alpha'], 3)} {_interval(f['alpha_ci'])}", f"{_num(f['beta'], 3)} {_interval(f['beta_ci'])}"])
@@ -140,7 +135,7 @@ def findings(summary: dict) -> str:
                    else "gold did not move beyond noise")
         part = ("proxy and gold never parted" if r["hacked_at"] is None
                 else f"proxy and gold parted at step {r['hacked_at']}")
-        parts.append(f"RL against {reward}: {verdict} ({_ci(change, signed=True)} points); {part}.")
+        parts.append(f"RL against {reward}: {verdict} ({interval(change, signed=True)} points); {part}.")
     return " ".join(parts)
 
 

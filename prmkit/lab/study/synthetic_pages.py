@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from prmkit.lab.numbers import interval
 from prmkit.lab.study.config import METHODS, NAMES
 from prmkit.lab.study.core import write_study_pages
 
@@ -42,11 +43,6 @@ def plot_synthetic(summary: dict, path: Path) -> str:
     return save_figure(fig, path)
 
 
-def _cell(c: dict, signed: bool = False) -> str:
-    fmt = "{:+.1f}" if signed else "{:.1f}"
-    return f"{fmt.format(100 * c['mean'])} [{100 * c['ci95'][0]:.1f}, {100 * c['ci95'][1]:.1f}]"
-
-
 def results_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """Accuracy per method and budget, the two gaps and the ordering's verdict, as (header, rows) of text."""
     rows = []
@@ -54,8 +50,8 @@ def results_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
         o = summary["ordering"][k]
         verdict = ("holds" + (" (both CIs above 0)" if o["significant"] else " (not significant)")) if o["holds"] \
             else "does not hold: " + ", ".join(n for n in ("process>outcome", "outcome>answer") if not o[n]) + " fails"
-        rows.append([k, f"{summary['labels'][k]:,}", *(_cell(summary["accuracy"][m][k]) for m in METHODS),
-                     *(_cell(summary["differences"][d][k], True) for d in ("process-outcome", "outcome-answer")), verdict])
+        rows.append([k, f"{summary['labels'][k]:,}", *(interval(summary["accuracy"][m][k]) for m in METHODS),
+                     *(interval(summary["differences"][d][k], True) for d in ("process-outcome", "outcome-answer")), verdict])
     n = summary["n"]
     return (["samples / problem", "labels", f"process @{n}", f"large-PRM outcome @{n}", f"answer check @{n}",
              "process - outcome", "outcome - answer", "process > outcome > answer"], rows)
@@ -128,8 +124,8 @@ def section_html(summary: dict, figure_path: Path) -> str:
     return "\n".join([
         "<h2>Synthetic supervision (a large PRM labels data for small reward models)</h2>", note,
         results_table(summary), figure(Path(figure_path)),
-        (f"<p class='note'>first sample: {_cell(summary['first_sample'])}; the large PRM itself, best-of-{n}: "
-         f"{_cell(summary['large_prm'][f'bon@{n}'])}.</p>"),
+        (f"<p class='note'>first sample: {interval(summary['first_sample'])}; the large PRM itself, best-of-{n}: "
+         f"{interval(summary['large_prm'][f'bon@{n}'])}.</p>"),
         "<h3>The large PRM and its labels (against the oracle, on the fresh samples)</h3>", large_table(summary),
         ("<p class='note'>Its labels at other thresholds (a diagnostic, mean over seeds; training used "
          f"{c['threshold']}):</p>"), threshold_table(summary),

@@ -164,3 +164,15 @@ def test_the_lab_generate_backend_samples_a_plans_preset_and_refuses_rollouts_it
         assert labels and "unparseable step" not in {lab.reason for lab in labels}
     with pytest.raises(ValueError, match="cannot continue a plans solution from a prefix"):
         backend.complete(problem, ["Day 1: A"], 2)
+
+
+def test_the_oracle_labels_a_plans_file_through_the_cli(tmp_path):
+    from prmkit.io import read_solutions
+
+    src, out = tmp_path / "plans.jsonl", tmp_path / "rated.jsonl"
+    pool = generate_pool(preset("quick", "plans"), 0, "eval", problems=3, samples=4)
+    write_records(src, pool)
+    assert main(["lab", "label", str(src), str(out), "--oracle"]) == 0
+    rated = list(read_solutions(out))
+    assert [s.grade for s in rated] == [s.grade for s in pool] and all(s.label_source == "oracle" for s in rated)
+    assert [s.ratings for s in rated] == [[lab.rating for lab in PLANS.oracle.oracle_labels(s)] for s in pool]

@@ -38,7 +38,7 @@ def test_detectors_read_the_oracle():
 
 
 def test_bon_curves_follow_each_problem_whatever_the_file_order():
-    from prmkit.lab.oracle import oracle_label
+    from prmkit.lab.domains import oracle_label
     from prmkit.lab.study.pressure_measure import bon_curves
     from prmkit.schema import Problem, Solution
 

@@ -61,9 +61,10 @@ True
 from prmkit.lab.base import BaseConfig
 from prmkit.lab.config import PRESETS, SPLITS, LabConfig, config_hash, preset, presets
 from prmkit.lab.domain import OOD, Ledger, LedgerConfig, Txn, make_problem, make_problems, parse_problem
+from prmkit.lab.domains import oracle_label
 from prmkit.lab.generator import GeneratorConfig, generate
 from prmkit.lab.labellers import LabellerConfig, label
-from prmkit.lab.oracle import StepLabel, grade_answer, oracle_label, oracle_labels
+from prmkit.lab.oracle import StepLabel, grade_answer, oracle_labels
 from prmkit.lab.pools import generate_pool
 from prmkit.lab.stats import format_stats, pool_stats
 

@@ -20,6 +20,7 @@ module instead, so a new domain is one new module and one :func:`register` call.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
@@ -31,7 +32,7 @@ from prmkit.lab import oracle as ledger_oracle
 from prmkit.lab.plans import domain as plans_domain
 from prmkit.lab.plans import generator as plans_generator
 from prmkit.lab.plans import oracle as plans_oracle
-from prmkit.schema import Problem, Solution
+from prmkit.schema import Completion, Problem, Solution, Step
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,19 @@ def oracle_labels(solution: Solution) -> list:
     return domain_of(solution).oracle.oracle_labels(solution)
 
 
+def oracle_label(solution: Solution) -> Solution:
+    """A copy of ``solution`` with every step rated by its domain's oracle (``label_source="oracle"``), the
+    reason in each ``Step.meta["reason"]``, and its ``answer`` (every lab domain ends with ``# Answer``:
+    :func:`prmkit.lab.oracle.extract_answer`) and ``grade`` (re)computed."""
+    oracle = domain_of(solution).oracle
+    texts = solution.texts
+    steps = [Step([Completion(t, rating=lab.rating)], meta={"reason": lab.reason})
+             for t, lab in zip(texts, oracle.oracle_labels(solution))]
+    answer = ledger_oracle.extract_answer(texts)
+    return dataclasses.replace(solution, steps=steps, answer=answer, grade=oracle.grade_answer(solution.problem, answer),
+                               label_source="oracle")
+
+
 __all__ = ["DOMAINS", "LEDGER", "PLANS", "Domain", "domain_for_family", "domain_named", "domain_of", "domain_of_pool",
            "domain_of_problem",
-           "oracle_labels", "register"]
+           "oracle_label", "oracle_labels", "register"]

@@ -23,7 +23,7 @@ log-normal factor of spread ``time_spread``. Timestamps follow each labeller's o
 Label source: the records say ``label_source="human"``, because they stand in for people and must
 look and export exactly like PRM800K labels (whose reader sets "human" anyway). What marks them as
 simulated is the labeller id (``sim-00``, ...) and ``meta["lab"]["simulated"]``. Noise-free labels of
-every step come from :func:`prmkit.lab.oracle.oracle_label`, with ``label_source="oracle"``.
+every step come from :func:`prmkit.lab.domains.oracle_label`, with ``label_source="oracle"``.
 
 >>> from prmkit.lab.config import preset
 >>> from prmkit.lab.pools import generate_pool

@@ -26,14 +26,13 @@ carries an earlier mistake forward is still +1 (the mistake was rated where it w
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from prmkit.lab.domain import TRIGGERS, Ledger, apply, parse_problem
-from prmkit.schema import Completion, Problem, Solution, Step
+from prmkit.schema import Problem, Solution
 
 REASONS = {
     "correct": (1, "restates the next transaction right, from the previous result, computed right"),
@@ -202,14 +201,3 @@ def misreadings(solution: Solution, labels: list[StepLabel]) -> Iterator[tuple[s
         if t.kind in TRIGGERS:
             skip = t.kind in ("again", "undo")
             yield t.kind, (i not in taken) if skip else taken.get(i) == "wrong restatement"
-
-
-def oracle_label(solution: Solution) -> Solution:
-    """A copy of ``solution`` with every step rated by the oracle (``label_source="oracle"``), the
-    reason in each ``Step.meta["reason"]``, and its ``answer`` and ``grade`` (re)computed."""
-    labels = oracle_labels(solution)
-    texts = solution.texts
-    steps = [Step([Completion(t, rating=lab.rating)], meta={"reason": lab.reason}) for t, lab in zip(texts, labels)]
-    answer = extract_answer(texts)
-    return dataclasses.replace(solution, steps=steps, answer=answer, grade=grade_answer(solution.problem, answer),
-                               label_source="oracle")

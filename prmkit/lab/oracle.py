@@ -191,6 +191,7 @@ def misreadings(solution: Solution, labels: list[StepLabel]) -> Iterator[tuple[s
     with whether it misread it: restated it wrong, or skipped it (``again``, ``undo``); ``labels`` are the
     oracle's (:func:`oracle_labels`).
 
+    >>> from prmkit.schema import Step
     >>> s = Solution(Problem("Start at 5.\\nA less 2\\nWhat is the final value?"), [Step.of("A + 2 : 5 + 2 = 7")])
     >>> list(misreadings(s, oracle_labels(s)))
     [('less', True)]

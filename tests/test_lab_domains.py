@@ -176,3 +176,4 @@ def test_the_oracle_labels_a_plans_file_through_the_cli(tmp_path):
     rated = list(read_solutions(out))
     assert [s.grade for s in rated] == [s.grade for s in pool] and all(s.label_source == "oracle" for s in rated)
     assert [s.ratings for s in rated] == [[lab.rating for lab in PLANS.oracle.oracle_labels(s)] for s in pool]
+

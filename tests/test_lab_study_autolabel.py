@@ -52,7 +52,10 @@ def test_equal_cost_takes_the_longest_prefix_within_budget():
 
 
 def test_config_checks_and_the_quick_size():
-    assert study_preset("autolabel", "quick").autolabel == AutolabelConfig.quick()
+    quick = study_preset("autolabel", "quick").autolabel
+    assert quick == AutolabelConfig(train_problems=50, eval_problems=40, eval_samples=16, judge_labels=200, rm_steps=80,
+                                    restarts=1)  # prmkit/lab/recipes/studies/quick.yaml
+    assert study_preset("autolabel", "default").autolabel == AutolabelConfig()
     for bad in ({"k": 0}, {"judge_threshold": 1.0}, {"rm_steps": -1}):
         with pytest.raises(ValueError):
             AutolabelConfig(**bad)

@@ -127,3 +127,13 @@ def test_the_pooled_gaps_agree_with_every_seed_s_headline(tmp_path):
             assert lo <= gaps[name]["mean"] <= hi and gaps[name]["above_zero"] == (lo > 0)
     assert summary["auroc_spread"]["spread"] >= 0
     assert "pooled over seeds" in (tmp_path / "report.html").read_text()
+
+
+def test_every_study_size_in_the_recipes_names_a_known_study_and_field():
+    from prmkit.config import read_recipe
+    from prmkit.lab.study.config import STUDIES, STUDY_RECIPES, study_preset
+
+    for path in STUDY_RECIPES.glob("*.yaml"):
+        assert set(read_recipe(path)) <= set(STUDIES), path
+        for study in read_recipe(path):
+            assert getattr(study_preset(study, path.stem), study) != STUDIES[study][1](), (path, study)

@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from prmkit.lab.config import LabConfig, preset
+from prmkit.config import apply, read_recipe
+from prmkit.lab.config import RECIPES, LabConfig, preset
 from prmkit.rl.grpo import RLConfig
 from prmkit.select import WRONG_GRADES, check_wrong_grades
 
@@ -57,9 +58,6 @@ class BudgetConfig:
         if self.rm_steps < 0:
             raise ValueError(f"budget.rm_steps must be 0 (rm.max_steps) or positive, got {self.rm_steps}")
 
-    @classmethod
-    def quick(cls) -> BudgetConfig:
-        return cls(budgets=(250, 4000), n=16, eval_problems=40, eval_samples=16)
 
 
 @dataclass(frozen=True)
@@ -125,10 +123,6 @@ class ActiveConfig:
         if self.rm_epochs < 0:
             raise ValueError(f"active.rm_epochs must be at least 0, got {self.rm_epochs}")
 
-    @classmethod
-    def quick(cls) -> ActiveConfig:
-        return cls(budgets=(1, 4), candidates=8, train_problems=200, eval_problems=40, eval_samples=16, n=16,
-                   rm_steps=80)
 
     @property
     def n_generations(self) -> int:
@@ -183,10 +177,6 @@ class SyntheticConfig:
         if min(self.rm_steps, self.large_steps) < 0:
             raise ValueError("synthetic.rm_steps and synthetic.large_steps must be 0 (rm.max_steps) or positive")
 
-    @classmethod
-    def quick(cls) -> SyntheticConfig:
-        return cls(per_problem=(1, 4), n=16, problems=250, eval_problems=40, eval_samples=16, rm_steps=100,
-                   large_problems=500, large_samples=4, large_steps=300)
 
 
 @dataclass(frozen=True)
@@ -233,9 +223,6 @@ class AutolabelConfig:
         if self.rm_steps < 0:
             raise ValueError(f"autolabel.rm_steps must be 0 (rm.max_steps) or positive, got {self.rm_steps}")
 
-    @classmethod
-    def quick(cls) -> AutolabelConfig:
-        return cls(train_problems=50, eval_problems=40, eval_samples=16, judge_labels=200, rm_steps=80, restarts=1)
 
 
 RM_SIZES = {"small": {"hidden_size": 64, "intermediate_size": 128, "layers": 1, "heads": 2}}
@@ -291,12 +278,6 @@ class PressureConfig:
         if self.rm_steps < 0:
             raise ValueError(f"pressure.rm_steps must be 0 (rm.max_steps) or positive, got {self.rm_steps}")
 
-    @classmethod
-    def quick(cls) -> PressureConfig:
-        return cls(budgets=(200,), train_problems=50, bon_problems=6, bon_samples=64, rm_sizes=("small",),
-                   rewards=("orm", "prm-min", "prm-sum"), rl_problems=24, rl_eval_problems=6, rl_eval_samples=2,
-                   rm_steps=40, restarts=1, rl=RLConfig(steps=4, prompts_per_step=4, group=4, eval_every=2, warmup_steps=1,
-                                                            max_new_tokens=128))
 
 
 # The synthetic-supervision study's arms: how small reward models are supervised, and what they are.
@@ -341,6 +322,9 @@ class AutolabelStudy(LabConfig):
     autolabel: AutolabelConfig = field(default_factory=AutolabelConfig)
 
 
+STUDY_RECIPES = RECIPES / "studies"
+"""The studies' sizes per lab preset: ``<preset>.yaml``, one section per study (``quick.yaml``)."""
+
 STUDY_RM_STEPS = 300
 """The studies' reward-model budget when theirs is 0: a fixed step count (the lab run's own models stop
 early on held-out labels instead, which the studies' designs have no labels to spare for)."""
@@ -351,13 +335,14 @@ STUDIES = {"budget": (BudgetStudy, BudgetConfig), "active": (ActiveStudy, Active
 
 
 def study_preset(study: str, name: str = "default") -> LabConfig:
-    """The config of ``study`` on lab preset ``name``: the preset's fields, and the study's section at its
-    quick size for ``quick``, else its defaults."""
+    """The config of ``study`` on lab preset ``name``: the preset's fields, and the study's section as
+    ``prmkit/lab/recipes/studies/<name>.yaml`` sets it over its defaults (the quick sizes), else its defaults."""
     if study not in STUDIES:
         raise ValueError(f"unknown study {study!r} (expected one of {', '.join(STUDIES)})")
     cls, section = STUDIES[study]
     lab = preset(name)
-    own = section.quick() if name == "quick" else section()
+    sizes = STUDY_RECIPES / f"{name}.yaml"  # the study's own section at this preset's size, where one is written
+    own = apply(section(), read_recipe(sizes).get(study, {})) if sizes.is_file() else section()
     # a study's models train once on all their labels, as its design counts them (a held-out split of a
     # 40-label budget would change the budget): restarts and early stopping are the lab run's guards, not
     # yet the studies'; and its ORM has the PRM's data (the equal-label comparison)

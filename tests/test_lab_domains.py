@@ -142,6 +142,7 @@ def test_lab_run_takes_the_plans_domain_end_to_end(tmp_path, monkeypatch, capsys
                  "--no-progress", "--out-dir", str(tmp_path / "run"), *sets]) == 0
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["domain"] == "plans" and summary["command"].startswith("prmkit lab run --domain plans --preset quick")
+    assert "--workers 1" in summary["command"] and summary["workers"] == 1 and summary["threads"] == 1
     scored = list(read_solutions(tmp_path / "run" / "seed-0" / "score-eval" / "eval.jsonl.gz"))
     assert {s.problem.subject for s in scored} == {"plans"} and all("prm_min" in s.scores for s in scored)
     ood = list(read_solutions(tmp_path / "run" / "seed-0" / "score-ood" / "ood.jsonl.gz"))

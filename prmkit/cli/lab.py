@@ -199,6 +199,7 @@ def _command(head: str, args: argparse.Namespace) -> str:
     parts += [f"--recipe {shlex.quote(args.recipe)}"] if args.recipe else []
     parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
     parts.append(f"--out-dir {shlex.quote(str(args.out))}")
+    parts += [f"--workers {args.workers}"] if getattr(args, "workers", 2) != 2 else []  # the run's shape, not its numbers
     parts += [f"--threads {args.threads}"] if getattr(args, "threads", 1) != 1 else []
     return " ".join(parts)
 

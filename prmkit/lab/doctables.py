@@ -246,6 +246,18 @@ def models_table(summary: dict) -> str:
                      "best / last step", "chosen restart", "rejected", "train s"], rows)
 
 
+def kernels_table(record: dict) -> str:
+    """Two runs that differ only in float kernels (``scripts/compare_kernels.py``): each run's command,
+    workers and torch threads, then the largest difference of any number at N against the tolerance."""
+    rows = [[run["command"], str(run["workers"] or 2), str(run["threads"] or 1), (run["commit"] or "")[:7]]
+            for run in record["runs"]]  # a summary before the fields existed ran 2 workers of one thread
+    verdict = "within" if record["within"] else "NOT within"
+    return (markdown(["run", "workers", "torch threads per worker", "commit"], rows)
+            + f"\n\nSeeds compared: {', '.join(map(str, record['seeds']))}; {len(record['rows'])} numbers at "
+              f"N = {record['n']}; largest difference {record['largest']:.1f} points, {verdict} the "
+              f"{record['tolerance']:.0f}-point target.")
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
@@ -259,6 +271,7 @@ TABLES = {
     "lab-findings": lambda s: markdown(*findings_rows(s["findings"])),
     "lab-paper-findings": lambda s: markdown(*findings_rows(s["paper_findings"])),
     "lab-models": models_table,
+    "lab-kernels": kernels_table,
     "stalls": stalls_table,
     "calibration-chosen": calibration_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},

@@ -193,8 +193,9 @@ KERNEL_TOLERANCE = 2.0
 
 
 def kernel_differences(a: dict, b: dict, n: int = 64) -> dict:
-    """Every number at ``N = n`` that two run summaries of the same seeds share, per seed and pool, side by
-    side in points, with the largest absolute difference and whether it is within :data:`KERNEL_TOLERANCE`.
+    """Every number at ``N = n`` that two run summaries share, on the seeds both ran (a one-seed rerun against
+    a five-seed run compares that seed), per seed and pool, side by side in points, with the largest absolute
+    difference and whether it is within :data:`KERNEL_TOLERANCE`.
 
     >>> a = {"seeds": [0], "results": {"0": {"eval": {"orm@64": 0.96, "pass@64": 1.0, "N": 64}}}}
     >>> b = {"seeds": [0], "results": {"0": {"eval": {"orm@64": 0.883, "pass@64": 1.0, "N": 64}}}}
@@ -202,10 +203,11 @@ def kernel_differences(a: dict, b: dict, n: int = 64) -> dict:
     >>> d["rows"][0], round(d["largest"], 1), d["within"]
     (['0', 'eval', 'orm@64', 96.0, 88.3, 7.7], 7.7, False)
     """
-    if a["seeds"] != b["seeds"]:
-        raise ValueError(f"the runs have different seeds ({a['seeds']} and {b['seeds']}): nothing to compare")
+    seeds = [s for s in a["seeds"] if s in b["seeds"]]
+    if not seeds:
+        raise ValueError(f"the runs share no seed ({a['seeds']} and {b['seeds']}): nothing to compare")
     rows = []
-    for seed in map(str, a["seeds"]):
+    for seed in map(str, seeds):
         for pool, values in a["results"][seed].items():
             other = b["results"][seed].get(pool, {})
             if not isinstance(values, dict) or not isinstance(other, dict):  # the budget sweep: a list
@@ -215,5 +217,5 @@ def kernel_differences(a: dict, b: dict, n: int = 64) -> dict:
                     x, y = 100 * value, 100 * other[key]
                     rows.append([seed, pool, key, round(x, 1), round(y, 1), round(abs(x - y), 1)])
     largest = max((r[5] for r in rows), default=0.0)
-    return {"n": n, "rows": rows, "largest": largest, "tolerance": KERNEL_TOLERANCE,
+    return {"n": n, "seeds": seeds, "rows": rows, "largest": largest, "tolerance": KERNEL_TOLERANCE,
             "within": largest <= KERNEL_TOLERANCE}

@@ -8,6 +8,7 @@ import dataclasses
 import json
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from prmkit.cli import main
@@ -18,6 +19,14 @@ from prmkit.lab.domains import DOMAINS, LEDGER, PLANS, Domain, domain_of, regist
 from prmkit.lab.labellers import LabellerConfig
 from prmkit.lab.plans.generator import PlansGeneratorConfig
 from prmkit.schema import Problem, Solution, Step
+
+TINY = {"eval_problems": 4, "eval_samples": 4, "ood_problems": 2, "ood_samples": 4, "train_problems": 20,
+        "train_samples": 2, "pretrain_problems": 8, "ood_pretrain_problems": 2, "base.hidden_size": 32,
+        "base.intermediate_size": 64, "base.layers": 1, "base.heads": 2, "base.steps": 3, "base.batch_size": 4,
+        "base.warmup": 1, "rm.max_steps": 2, "rm.batch_size": 4, "rm.warmup_steps": 1, "rm.restarts": 1,
+        "rm.save_every": 0, "rm.early_stop_patience": 0, "rm.eval_every": 0, "bootstrap": 20, "paper_arms": True,
+        "orm_ratio": 3}
+"""Seconds on a CPU: every stage of the run, both data arms, nothing trained to mean anything."""
 
 
 @pytest.mark.parametrize("name", ["ledger", "plans"])
@@ -71,7 +80,7 @@ def test_lab_stats_reads_a_pool_file_by_its_own_domain(tmp_path, capsys):
         main(["lab", "stats", str(path), "--domain", "ledger"])
 
 
-# --- a third domain: a few lines, taken by the registry and the statistics page unchanged -----------
+# --- a third domain: a few lines, taken by the registry, the statistics page and `lab run` unchanged ---
 
 @dataclasses.dataclass(frozen=True)
 class CountFamily:
@@ -79,39 +88,77 @@ class CountFamily:
     steps: int = 3
 
 
+@dataclasses.dataclass(frozen=True)
+class CountGenerator:
+    name: str = "count-v1"
+    slip: float = 0.3
+
+
 def _count_problems(fam, n, seed, split):
     return [Problem(f"Count to {fam.steps + i % 2}.", answer=str(fam.steps + i % 2), id=f"{fam.family}-{split}-{seed}-{i}",
                     subject=fam.family) for i in range(n)]
 
 
+def _count_generate(problems, gen, samples, seed):
+    """Counts to the target, now and then skipping a number (a wrong step, and a wrong answer)."""
+    rng, out = np.random.default_rng(seed), []
+    for p in problems:
+        for j in range(samples):
+            values = np.cumsum(1 + (rng.random(int(p.answer)) < gen.slip)).tolist()
+            texts = [*map(str, values), f"# Answer\n\n{values[-1]}"]
+            out.append(Solution(p, [Step.of(t) for t in texts], id=f"{p.id}/{seed}-{j}", answer=str(values[-1]),
+                                grade="correct" if str(values[-1]) == p.answer else "incorrect"))
+    return out
+
+
 def _count_labels(solution):
-    target = int(solution.problem.answer)
-    return [SimpleNamespace(rating=1 if t == str(i + 1) or t == f"# Answer\n\n{target}" else -1,
-                            reason="right" if t == str(i + 1) or t.endswith(str(target)) else "wrong")
-            for i, t in enumerate(solution.texts)]
+    prev, labels = 0, []
+    for t in solution.texts:
+        value = int(t.split()[-1])
+        right = value == (prev if t.startswith("#") else prev + 1)
+        labels.append(SimpleNamespace(rating=1 if right else -1, reason="right" if right else "wrong"))
+        prev = value
+    return labels
 
 
 COUNT = Domain(name="count", family_config=CountFamily, ood=CountFamily(family="count-ood", steps=5),
-               generator_config=PlansGeneratorConfig, make_problems=_count_problems, generate=None,
+               generator_config=CountGenerator, make_problems=_count_problems, generate=_count_generate,
                oracle=SimpleNamespace(oracle_labels=_count_labels, REASONS={"right": (1, ""), "wrong": (-1, "")}),
                words=("Count", "to", ".", "#", "Answer", "\n"))
 
 
-def test_a_third_domain_is_one_registration():
+@pytest.fixture
+def count_domain():
     register(COUNT)
-    try:
-        with pytest.raises(ValueError, match="already registered"):
-            register(dataclasses.replace(COUNT))
-        p = _count_problems(CountFamily(), 2, 0, "eval")
-        sols = [Solution(p[0], [Step.of("1"), Step.of("2"), Step.of("3"), Step.of("# Answer\n\n3")], answer="3",
-                         grade="correct"),
-                Solution(p[1], [Step.of("1"), Step.of("3"), Step.of("# Answer\n\n3")], answer="3", grade="incorrect")]
-        assert domain_of(sols[0]) is COUNT
-        d = pool_stats(sols, "count")
-        assert d["wrong_step_solutions"] == 0.5 and d["step_limit@1"] == 0.5 and "misread" not in d
-        assert label(sols, LabellerConfig(flip_rate=0.0, bias=0.0), seed=0)[1].ratings[-1] == -1
-    finally:
-        DOMAINS.pop("count", None)
+    yield COUNT
+    DOMAINS.pop("count", None)
+
+
+def test_a_third_domain_is_one_registration(count_domain):
+    with pytest.raises(ValueError, match="already registered"):
+        register(dataclasses.replace(COUNT))
+    p = _count_problems(CountFamily(), 2, 0, "eval")
+    sols = [Solution(p[0], [Step.of("1"), Step.of("2"), Step.of("3"), Step.of("# Answer\n\n3")], answer="3",
+                     grade="correct"),
+            Solution(p[1], [Step.of("1"), Step.of("3"), Step.of("# Answer\n\n3")], answer="3", grade="incorrect")]
+    assert domain_of(sols[0]) is COUNT
+    d = pool_stats(sols, "count")
+    assert d["wrong_step_solutions"] == 0.5 and d["step_limit@1"] == 0.5 and "misread" not in d
+    assert label(sols, LabellerConfig(flip_rate=0.0, bias=0.0), seed=0)[1].ratings == [1, -1]
+
+
+@pytest.mark.slow
+def test_lab_run_takes_a_third_domain_through_every_stage(count_domain, tmp_path, monkeypatch):
+    from prmkit.lab.config import domain_defaults
+    from prmkit.lab.run import run_lab
+
+    monkeypatch.setenv("PRMKIT_CACHE", str(tmp_path / "cache"))
+    cfg = domain_defaults("count").replace(TINY)
+    assert cfg.lab_domain is COUNT
+    summary = run_lab(cfg, [0], tmp_path / "run", jobs=1, progress=False, log=lambda *a: None)
+    assert summary["domain"] == "count" and summary["results"]["0"]["eval"]["N"] == TINY["eval_samples"]
+    steps = json.loads((tmp_path / "run" / "seed-0" / "evaluate" / "eval.json").read_text())["steps"]["prm"]
+    assert steps["steps"] > 0 and set(steps["by_reason"]) == {"wrong"}
 
 
 def test_a_pool_of_two_domains_is_refused():
@@ -122,14 +169,6 @@ def test_a_pool_of_two_domains_is_refused():
 
 
 # --- the plans domain through `prmkit lab run`, at a tiny size -------------------------------------
-
-TINY = {"eval_problems": 4, "eval_samples": 4, "ood_problems": 2, "ood_samples": 4, "train_problems": 20,
-        "train_samples": 2, "pretrain_problems": 8, "ood_pretrain_problems": 2, "base.hidden_size": 32,
-        "base.intermediate_size": 64, "base.layers": 1, "base.heads": 2, "base.steps": 3, "base.batch_size": 4,
-        "base.warmup": 1, "rm.max_steps": 2, "rm.batch_size": 4, "rm.warmup_steps": 1, "rm.restarts": 1,
-        "rm.save_every": 0, "rm.early_stop_patience": 0, "rm.eval_every": 0, "bootstrap": 20, "paper_arms": True,
-        "orm_ratio": 3}
-"""Seconds on a CPU: every stage of the run, both data arms, nothing trained to mean anything."""
 
 
 @pytest.mark.slow

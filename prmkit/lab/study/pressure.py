@@ -214,11 +214,8 @@ def study_rm(cfg):
     return with_restarts(cfg, cfg.pressure.rm_steps, cfg.pressure.restarts)
 
 
-def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
-              log=print, device: str = "auto") -> dict:
-    """Run the optimisation-pressure study for ``seeds`` into ``RUN_DIR/study-pressure/``; return its summary."""
-    from prmkit.lab.base import base_key
-
+def check_config(cfg) -> None:
+    """The settings the study's design needs: the base model as the policy, untempered RL, known rewards."""
     pc = cfg.pressure
     if cfg.policy != "lm":
         raise ValueError("the pressure study optimises the lab's base model: run it with policy=lm")
@@ -228,6 +225,36 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
     unknown = [r for r in pc.rewards if r not in REWARDS]
     if unknown:
         raise ValueError(f"unknown pressure.rewards {unknown} (expected some of {', '.join(REWARDS)})")
+
+
+def rm_calls(cfg, seeds, sd, dkey, base_dir, size_dirs, inner, device) -> tuple[dict, list]:
+    """The reward models' jobs: PRM and ORM at every budget from the base, and at the largest budget from
+    every other size's base (for best-of-N only); their keys by (seed, kind, budget) and the calls."""
+    pc, top = cfg.pressure, max(cfg.pressure.budgets)
+    rkey, calls = {}, []
+    for s in seeds:
+        bon = {"bon": str(sd[s] / "data" / "bon.jsonl.gz")}
+        for b in pc.budgets:
+            for kind in ("prm", "orm"):
+                rkey[s, kind, b] = key_of(dkey[s], kind, b, cfg.rm, VERSION, RM_VERSION)
+                calls.append((str(sd[s] / rm_name(kind, b)), rkey[s, kind, b], job_train_score, kind,
+                              str(sd[s] / "data" / f"train-{b}.jsonl.gz"), cfg, s, base_dir, bon, inner, device))
+        for size in pc.rm_sizes:
+            for kind in ("prm", "orm"):
+                key = key_of(dkey[s], kind, top, size, cfg.rm, VERSION, RM_VERSION)
+                calls.append((str(sd[s] / rm_name(kind, top, size)), key, job_train_score, kind,
+                              str(sd[s] / "data" / f"train-{top}.jsonl.gz"), cfg, s, size_dirs[size], bon, inner,
+                              device))
+    return rkey, calls
+
+
+def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
+              log=print, device: str = "auto") -> dict:
+    """Run the optimisation-pressure study for ``seeds`` into ``RUN_DIR/study-pressure/``; return its summary."""
+    from prmkit.lab.base import base_key
+
+    pc = cfg.pressure
+    check_config(cfg)
     init_worker()
     cfg = study_rm(cfg)
     root, runner, inner, start, sd = open_study(run_dir, NAME, seeds, jobs, progress, log)
@@ -244,21 +271,7 @@ def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = Tr
                           pc.bon_problems, pc.bon_samples, pc.rl_problems, pc.rl_eval_problems, s, VERSION)
                 for s in seeds}
         runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, inner, device) for s in seeds])
-        rkey = {}
-        calls = []
-        for s in seeds:
-            for b in pc.budgets:
-                for kind in ("prm", "orm"):
-                    rkey[s, kind, b] = key_of(dkey[s], kind, b, cfg.rm, VERSION, RM_VERSION)
-                    calls.append((str(sd[s] / rm_name(kind, b)), rkey[s, kind, b], job_train_score, kind,
-                                  str(sd[s] / "data" / f"train-{b}.jsonl.gz"), cfg, s, base_dir,
-                                  {"bon": str(sd[s] / "data" / "bon.jsonl.gz")}, inner, device))
-            for size in pc.rm_sizes:  # the other sizes at the largest budget, for best-of-N only
-                for kind in ("prm", "orm"):
-                    key = key_of(dkey[s], kind, top, size, cfg.rm, VERSION, RM_VERSION)
-                    calls.append((str(sd[s] / rm_name(kind, top, size)), key, job_train_score, kind,
-                                  str(sd[s] / "data" / f"train-{top}.jsonl.gz"), cfg, s, size_dirs[size],
-                                  {"bon": str(sd[s] / "data" / "bon.jsonl.gz")}, inner, device))
+        rkey, calls = rm_calls(cfg, seeds, sd, dkey, base_dir, size_dirs, inner, device)
         runner.stage("rm", calls)
         calls = []
         for reward in pc.rewards:

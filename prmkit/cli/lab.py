@@ -1,4 +1,4 @@
-"""``prmkit lab``: the synthetic ledger domain: generate pools, label them with simulated people, report rates,
+"""``prmkit lab``: the synthetic domains (ledger, plans; ``--domain``): generate pools, label them with simulated people, report rates,
 ``prmkit lab run``, the project's end-to-end job (PRM against ORM, majority and a label-free baseline), and
 ``prmkit lab study active|synthetic|budget``, the paper's small-scale studies (:mod:`prmkit.lab.study`).
 
@@ -312,8 +312,9 @@ def _add_pool_flags(p: argparse.ArgumentParser) -> None:
 
 
 def register(subparsers) -> None:
-    group = subparsers.add_parser("lab", help="the synthetic ledger domain with an exact step oracle",
-                                  description="The synthetic ledger domain with an exact step oracle: generate "
+    group = subparsers.add_parser("lab", help="synthetic domains (ledger, plans) with an exact step oracle",
+                                  description="Synthetic domains with an exact step oracle (ledger: calculations; plans: "
+                                              "decisions; --domain): generate "
                                               "pools, label them with simulated people, report every rate, run "
                                               "the paper's PRM-vs-ORM comparison end to end (run) and its "
                                               "small-scale studies (study).",
@@ -322,7 +323,7 @@ def register(subparsers) -> None:
     sub = group.add_subparsers(dest="lab_command", metavar="COMMAND", required=True, help="what to do")
 
     p = sub.add_parser("generate", help="sample a pool of graded solutions (JSONL)", formatter_class=HelpFormatter,
-                       description="Sample a pool of ledger solutions, graded, unlabelled.", epilog=GENERATE_EPILOG)
+                       description="Sample a pool of lab solutions (of --domain), graded, unlabelled.", epilog=GENERATE_EPILOG)
     _add_config_flags(p)
     _add_pool_flags(p)
     p.add_argument("output", metavar="OUT", help="output file (.jsonl, or .jsonl.gz to compress); written atomically")
@@ -330,7 +331,8 @@ def register(subparsers) -> None:
 
     p = sub.add_parser("label", help="label a pool with simulated labellers (or the exact oracle)",
                        formatter_class=HelpFormatter, epilog=LABEL_EPILOG,
-                       description="Label ledger solutions: simulated people in the phase-2 flow, or the oracle.")
+                       description="Label lab solutions: simulated people in the phase-2 flow, or the oracle (of "
+                                   "each solution's own domain).")
     _add_config_flags(p)
     p.add_argument("--oracle", action="store_true",
                    help="exact labels of every step (label_source oracle, reasons in step meta) instead of people")

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
+from prmkit.lab.stack import run_record
 from prmkit.lab.targets import kernel_differences
 
 
@@ -32,7 +34,8 @@ def main(argv: list[str] | None = None) -> int:
         print("seed {} {:5} {:32} {:6.1f} {:6.1f}  diff {:.1f}".format(*row))
     verdict = "within" if result["within"] else "NOT within"
     print(f"largest difference {result['largest']:.1f} points: {verdict} the {result['tolerance']:.0f}-point target")
-    if args.out:
+    if args.out:  # the comparison's own provenance beside the two runs': how to rerun it, on what code
+        result.update(command=" ".join(["python scripts/compare_kernels.py", *(argv or sys.argv[1:])]), **run_record())
         args.out.write_text(json.dumps(result, indent=2) + "\n")
     return 0
 

@@ -118,10 +118,9 @@ def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0, arm: str =
 
 def findings_rows(findings: dict) -> tuple[list[str], list[list[str]]]:
     """The pooled findings of every pool as table rows (percent; gaps in points), ceilings beside each gap."""
-    pct = points
-    rows = [[POOL_NAMES[p], str(f["N"]), pct(f["pass"]), pct(f["step_limit"]), pct(f["majority"]),
-             f"{pct(f['answer_prm'])} / {pct(f['answer_orm'])}", interval(f["answer"], signed=True),
-             f"{pct(f['valid_prm'])} / {pct(f['valid_orm'])}", interval(f["valid"], signed=True)]
+    rows = [[POOL_NAMES[p], str(f["N"]), points(f["pass"]), points(f["step_limit"]), points(f["majority"]),
+             f"{points(f['answer_prm'])} / {points(f['answer_orm'])}", interval(f["answer"], signed=True),
+             f"{points(f['valid_prm'])} / {points(f['valid_orm'])}", interval(f["valid"], signed=True)]
             for p, rows in findings.items() for f in rows]
     return ["pool", "N", "pass@N (outcome-judge ceiling)", "step-judge limit", "majority",
             "answer acc. PRM / ORM", "PRM - ORM, answer [95% CI]", "valid-solution acc. PRM / ORM",

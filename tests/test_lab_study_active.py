@@ -161,10 +161,11 @@ def quick_study(tmp_path_factory):
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # a guard against a hang, not a speed target: 10+ min on 2 busy cores
 def test_quick_study_end_to_end(lab_cache, quick_study, lab_jobs):
-    from prmkit.lab.study.active import run_study
+    from prmkit.lab.study.active import STUDY
+    from prmkit.lab.study.protocol import run_study
 
     cfg = study_preset("active", "quick")
-    summary = run_study(cfg, SEEDS, quick_study, jobs=lab_jobs, progress=False, log=lambda *a: None)
+    summary = run_study(STUDY, cfg, SEEDS, quick_study, jobs=lab_jobs, progress=False, log=lambda *a: None)
     out = quick_study / "study-active"
     for name in ("summary.json", "section.html", "report.html", "figures/active-vs-uniform.png",
                  "figures/generations.png"):
@@ -193,6 +194,6 @@ def test_quick_study_end_to_end(lab_cache, quick_study, lab_jobs):
     f = summary["factors"]
     assert len(f["active_paper"]["per_seed"]) == len(SEEDS)
     assert len(summary["differences"]) == 3  # active at 1 and at 4, generation 2
-    again = run_study(cfg, SEEDS, quick_study, jobs=lab_jobs, progress=False, log=lambda *a: None)
-    assert all(t["ran"] == 0 for name, t in again["timings"].items()), again["timings"]
+    again = run_study(STUDY, cfg, SEEDS, quick_study, jobs=lab_jobs, progress=False, log=lambda *a: None)
+    assert all(t.get("ran", 0) == 0 for t in again["timings"].values()), again["timings"]
     assert again["factors"] == summary["factors"]

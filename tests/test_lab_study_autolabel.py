@@ -68,11 +68,12 @@ def test_quick_study_runs_every_labeller_and_arm(tmp_path, lab_cache, lab_jobs):
     `prmkit serve --critic` and the openai client), every arm with enough labels trains and is scored, the
     pages and the docs tables render, and a rerun runs no job."""
     from prmkit.lab.doctables import TABLES
-    from prmkit.lab.study.autolabel import run_study
+    from prmkit.lab.study.autolabel import STUDY
+    from prmkit.lab.study.protocol import run_study
 
     cfg = study_preset("autolabel", "quick")
     lines = []
-    summary = run_study(cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)
+    summary = run_study(STUDY, cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)
     out = tmp_path / "study-autolabel"
     for name in ("summary.json", "section.html", "report.html", "figures/autolabel.png"):
         assert (out / name).is_file(), name
@@ -90,5 +91,5 @@ def test_quick_study_runs_every_labeller_and_arm(tmp_path, lab_cache, lab_jobs):
     for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples"):
         assert TABLES[f"autolabel-{name}"](summary)
     lines.clear()
-    run_study(cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)
+    run_study(STUDY, cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)
     assert all("(all cached)" in line for line in lines if line.startswith("stage ")), lines

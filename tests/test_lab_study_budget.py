@@ -11,17 +11,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from prmkit.lab.study.budget import (
+    STUDY,
+    Data,
     curve_stats,
     equivalence,
     equivalent_labels,
-    job_data,
     majority_per_problem,
     plot_curve,
-    run_study,
     section_html,
     study_config,
 )
 from prmkit.lab.study.config import BudgetConfig, study_preset
+from prmkit.lab.study.protocol import run_study
 from prmkit.schema import Problem, Solution
 
 LABELS = [250, 500, 1000, 2000]
@@ -100,12 +101,12 @@ def test_majority_per_problem():
     assert majority_per_problem(sols, 3, 0.003, 0).tolist() == [1.0, 0.0]
 
 
-def test_job_data_nests_every_budget_in_one_shuffled_labelled_pool(tmp_path):
+def test_the_data_job_nests_every_budget_in_one_shuffled_labelled_pool(tmp_path):
     from prmkit.io import read_solutions
 
     cfg = study_preset("budget", "quick").replace({"budget.n": 4, "budget.budgets": "6,10", "budget.eval_problems": 3,
                                    "budget.eval_samples": 4})
-    info = job_data(tmp_path, cfg, 0)
+    info = Data(str(tmp_path), cfg, 0).run(tmp_path)
     train = list(read_solutions(tmp_path / "train.jsonl.gz"))
     labelled = list(read_solutions(tmp_path / "labelled.jsonl.gz"))
     assert info == {"labelled": 10, "train_problems": 3, "eval": 12}
@@ -131,7 +132,7 @@ def test_quick_study_runs_and_its_prms_learn(tmp_path, lab_cache, lab_jobs):
     majority at both budgets, and numbers that hold together. One seed keeps it near 4 minutes (four reward models of ~100 s each)."""
     cfg = study_preset("budget", "quick")
     lines = []
-    summary = run_study(cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)
+    summary = run_study(STUDY, cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)
     out = tmp_path / "study-budget"
     for name in ("summary.json", "section.html", "report.html", "figures/budget.png"):
         assert (out / name).is_file(), name
@@ -147,6 +148,6 @@ def test_quick_study_runs_and_its_prms_learn(tmp_path, lab_cache, lab_jobs):
         assert gap[b]["per_seed"] == pytest.approx(np.subtract(prm[b]["per_seed"], orm[b]["per_seed"]), abs=1e-9)
     assert json.loads((out / "summary.json").read_text())["efficiency"]["factor"] == summary["efficiency"]["factor"]
     lines.clear()
-    run_study(cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)  # a rerun skips every job
+    run_study(STUDY, cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)  # a rerun skips every job
     assert all("(all cached)" in line for line in lines if line.startswith("stage ")), lines
     assert sum(line.startswith("stage ") for line in lines) == 3  # data, base, rm

@@ -14,13 +14,14 @@ pytest.importorskip("trl")
 
 def test_the_study_refuses_the_rule_based_policy_and_unknown_rewards(tmp_path):
     from prmkit.lab.study.config import study_preset
-    from prmkit.lab.study.pressure import run_study
+    from prmkit.lab.study.pressure import STUDY
+    from prmkit.lab.study.protocol import run_study
 
     cfg = study_preset("pressure", "quick")
     with pytest.raises(ValueError, match="policy=lm"):
-        run_study(cfg.replace({"policy": "rules"}), [0], tmp_path, progress=False)
+        run_study(STUDY, cfg.replace({"policy": "rules"}), [0], tmp_path, progress=False)
     with pytest.raises(ValueError, match="unknown pressure.rewards"):
-        run_study(cfg.replace({"pressure.rewards": "prm-max"}), [0], tmp_path, progress=False)
+        run_study(STUDY, cfg.replace({"pressure.rewards": "prm-max"}), [0], tmp_path, progress=False)
 
 
 def test_detectors_read_the_oracle():
@@ -63,10 +64,11 @@ def test_bon_curves_follow_each_problem_whatever_the_file_order():
 @pytest.mark.timeout(2400)  # a guard against a hang, not a speed target: 10+ min on 2 busy cores
 def test_quick_pressure_study_end_to_end(tmp_path):
     from prmkit.lab.study.config import study_preset
-    from prmkit.lab.study.pressure import run_study
+    from prmkit.lab.study.pressure import STUDY
+    from prmkit.lab.study.protocol import run_study
 
     cfg = study_preset("pressure", "quick")
-    summary = run_study(cfg, [0], tmp_path, jobs=1, progress=False, log=lambda *_: None)
+    summary = run_study(STUDY, cfg, [0], tmp_path, jobs=1, progress=False, log=lambda *_: None)
     root = tmp_path / "study-pressure"
     assert (root / "report.html").is_file() and (root / "figures" / "pressure.png").is_file()
     assert json.loads((root / "summary.json").read_text())["rl"].keys() == summary["rl"].keys()
@@ -91,6 +93,6 @@ def test_quick_pressure_study_end_to_end(tmp_path):
         assert len(r["trl"]) == pc.rl.steps and all(math.isfinite(h["reward"]) for h in r["trl"])
         assert 0 <= r["detectors"]["answerless"]["end"] <= 1
     # a rerun finds every job finished and writes the same numbers
-    again = run_study(cfg, [0], tmp_path, jobs=1, progress=False, log=lambda *_: None)
-    assert all(t["ran"] == 0 for t in again["timings"].values())
+    again = run_study(STUDY, cfg, [0], tmp_path, jobs=1, progress=False, log=lambda *_: None)
+    assert all(t.get("ran", 0) == 0 for t in again["timings"].values())
     assert json.dumps(again["rl"]) == json.dumps(summary["rl"])  # (a detector with no case yet is NaN)

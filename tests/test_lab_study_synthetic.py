@@ -153,22 +153,24 @@ def test_config_validates_and_overrides():
 
 
 def test_a_run_seed_may_not_be_the_large_prms_seed(tmp_path):
-    from prmkit.lab.study.synthetic import run_study
+    from prmkit.lab.study.protocol import run_study
+    from prmkit.lab.study.synthetic import STUDY
 
     cfg = study_preset("synthetic", "quick")
     with pytest.raises(ValueError, match="large_seed"):
-        run_study(cfg, [0, cfg.synthetic.large_seed], tmp_path, progress=False)
+        run_study(STUDY, cfg, [0, cfg.synthetic.large_seed], tmp_path, progress=False)
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # a guard against a hang, not a speed target: 10+ min on 2 busy cores
 def test_quick_study_end_to_end(tmp_path, lab_cache, lab_jobs):
-    from prmkit.lab.study.synthetic import run_study
+    from prmkit.lab.study.protocol import run_study
+    from prmkit.lab.study.synthetic import STUDY
 
     # two seeds and one budget keep the test near 4 minutes on 2 quiet cores (the large PRM alone is ~100 s)
     cfg = study_preset("synthetic", "quick").replace({"synthetic.per_problem": "1"})
     seeds = [0, 1]
-    summary = run_study(cfg, seeds, tmp_path, jobs=lab_jobs, progress=False, log=lambda *a: None)
+    summary = run_study(STUDY, cfg, seeds, tmp_path, jobs=lab_jobs, progress=False, log=lambda *a: None)
     root = tmp_path / "study-synthetic"
     for name in ("summary.json", "section.html", "report.html", "figures/synthetic.png"):
         assert (root / name).is_file(), name
@@ -185,6 +187,6 @@ def test_quick_study_end_to_end(tmp_path, lab_cache, lab_jobs):
         assert d["per_seed"] == pytest.approx(np.subtract(acc[a][k]["per_seed"], acc[b][k]["per_seed"]), abs=1e-9)
         assert d["ci95"][0] <= d["mean"] <= d["ci95"][1]
     assert min(summary["large_prm"]["step_auroc_eval"]) > 0.8  # the teacher learned: its labels mean something
-    again = run_study(cfg, seeds, tmp_path, jobs=lab_jobs, progress=False, log=lambda *a: None)
-    assert all(t["ran"] == 0 for t in again["timings"].values())
+    again = run_study(STUDY, cfg, seeds, tmp_path, jobs=lab_jobs, progress=False, log=lambda *a: None)
+    assert all(t.get("ran", 0) == 0 for t in again["timings"].values())
     assert again["accuracy"] == summary["accuracy"]

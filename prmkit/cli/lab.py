@@ -246,13 +246,14 @@ def cmd_study(args: argparse.Namespace) -> int:
     import importlib
 
     from prmkit.lab.report import refresh_lab_report
+    from prmkit.lab.study.protocol import run_study
 
     cfg = _config(args, args.study)
     if args.out is None:
         args.out = f"runs/lab-{args.preset}"
     module = importlib.import_module(f"prmkit.lab.study.{args.study}")  # lazily: each study imports torch
-    module.run_study(cfg, args.seeds, args.out, jobs=args.workers, progress=args.progress,
-                     command=_command(f"prmkit lab study {args.study}", args), device=args.device)
+    run_study(module.STUDY, cfg, args.seeds, args.out, jobs=args.workers, progress=args.progress,
+              command=_command(f"prmkit lab study {args.study}", args), device=args.device)
     if refresh_lab_report(args.out):  # a finished `prmkit lab run` in the folder: show every study in its page
         print(f"lab report: {os.path.join(args.out, 'report.html')} (with the study sections)")
     print(f"study report: {os.path.join(args.out, f'study-{args.study}', 'report.html')}")

@@ -36,30 +36,26 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, Runner, done_key, init_worker, key_of
-from prmkit.lab.stack import run_record
+from prmkit.lab.run import RM_VERSION, init_worker
 from prmkit.lab.study.active_pages import write_outputs
 from prmkit.lab.study.core import (
     AGGREGATION,
     bon_per_problem,
-    data_and_base,
     grouped,
-    if_changed,
     log_fit,
     mean_ci,
     slope_ratio,
     solution_column,
     solution_scores,
     step_probabilities,
-    study_dir,
     with_rm_steps,
-    write_json,
 )
+from prmkit.lab.study.protocol import Base, Seeded, Study
 from prmkit.select import WRONG_GRADES, convincing_wrong_answer
 
 NAME = "active"
@@ -178,24 +174,33 @@ def equivalent_labels(labels_base, base_curve, labels_arm, arm_curve) -> list[fl
 
 # --- jobs ------------------------------------------------------------------------------------------
 
-def job_data(out: Path, cfg, seed: int, device: str = "auto") -> dict:
-    """Candidates (every one rated by the simulated labellers), the held-out pool and its oracle step truth."""
-    from prmkit.io import write_records
-    from prmkit.lab.domains import oracle_labels
-    from prmkit.lab.labellers import label
-    from prmkit.lab.pools import generate_pool
+@dataclass(frozen=True)
+class Data(Seeded):
+    """Candidates (every one rated by the simulated labellers), the held-out pool and its oracle step truth
+    (sampled by ``base`` under the ``lm`` policy)."""
 
-    a = cfg.active
-    cands = generate_pool(cfg, seed, "train", problems=a.train_problems, samples=a.candidates, device=device)
-    write_records(out / "candidates.jsonl.gz", cands)
-    write_records(out / "labelled.jsonl.gz", label(cands, cfg.labellers, seed))
-    pool = generate_pool(cfg, seed, "eval", problems=a.eval_problems, samples=a.eval_samples, device=device)
-    write_records(out / "eval.jsonl.gz", pool)
-    truth = [[x.rating for x in oracle_labels(s)] for s in pool]
-    np.savez(out / "eval-truth.npz", values=np.array([r for t in truth for r in t], dtype=np.int8),
-             offsets=np.concatenate([[0], np.cumsum([len(t) for t in truth])]).astype(np.int64))
-    wrong = float(np.mean([s.grade != "correct" for s in cands]))
-    return {"candidates": len(cands), "eval": len(pool), "candidate_wrong_answer": round(wrong, 4)}
+    base: Base | None = None
+    reads = ("domain", "generator", "policy", "labellers", "active.train_problems", "active.candidates",
+             "active.eval_problems", "active.eval_samples")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        from prmkit.io import write_records
+        from prmkit.lab.domains import oracle_labels
+        from prmkit.lab.labellers import label
+        from prmkit.lab.pools import generate_pool
+
+        cfg, seed, a, device = self.cfg, self.seed, self.cfg.active, self.device
+        cands = generate_pool(cfg, seed, "train", problems=a.train_problems, samples=a.candidates, device=device)
+        write_records(out / "candidates.jsonl.gz", cands)
+        write_records(out / "labelled.jsonl.gz", label(cands, cfg.labellers, seed))
+        pool = generate_pool(cfg, seed, "eval", problems=a.eval_problems, samples=a.eval_samples, device=device)
+        write_records(out / "eval.jsonl.gz", pool)
+        truth = [[x.rating for x in oracle_labels(s)] for s in pool]
+        np.savez(out / "eval-truth.npz", values=np.array([r for t in truth for r in t], dtype=np.int8),
+                 offsets=np.concatenate([[0], np.cumsum([len(t) for t in truth])]).astype(np.int64))
+        wrong = float(np.mean([s.grade != "correct" for s in cands]))
+        return {"candidates": len(cands), "eval": len(pool), "candidate_wrong_answer": round(wrong, 4)}
 
 
 def eval_metrics(pool: list, probs: list[np.ndarray], truth_file: Path, n: int) -> tuple[np.ndarray, float]:
@@ -213,80 +218,74 @@ def eval_metrics(pool: list, probs: list[np.ndarray], truth_file: Path, n: int) 
     return bon, auroc(np.concatenate(scores), np.concatenate(labels))
 
 
-def job_model(out: Path, cfg, seed: int, base_dir: str, data_dir: str, plan: list, score_candidates: bool,
-              progress: bool, device: str = "auto") -> dict:
+@dataclass(frozen=True)
+class Model(Seeded):
     """Choose a plan's training set, train a PRM on its labels, score the held-out pool (and, for a
-    selector, every candidate), and evaluate it."""
-    from prmkit.io import read_solutions, write_records
-    from prmkit.lab.rm import train_and_score
+    selector, every candidate), and evaluate it. The plan's scorers are the models that rank its active
+    batches; ``wrong_grades`` is set only for a plan that selects (it changes nothing else)."""
 
-    init_worker()
-    a, data = cfg.active, Path(data_dir)
-    cands = list(read_solutions(data / "candidates.jsonl.gz"))
-    labelled = list(read_solutions(data / "labelled.jsonl.gz"))
-    scores = {d: solution_column(Path(d) / "scored-candidates.jsonl.gz", f"prm_{AGGREGATION}")
-              for _, _, d, _ in plan if d}
-    batches, used = choose(cands, [tuple(b) for b in plan], scores, seed, a.wrong_share, a.wrong_grades)
-    train = [labelled[i] for i in used]
-    write_records(out / "train.jsonl.gz", train)
-    ids = [[cands[i].id for i in b] for b in batches]
-    (out / "chosen.json").write_text(json.dumps({"batches": ids}) + "\n")
-    pools = {"eval": str(data / "eval.jsonl.gz")}
-    if score_candidates:
-        pools["candidates"] = str(data / "candidates.jsonl.gz")
-    info = train_and_score(out, "prm", out / "train.jsonl.gz", rm_config(cfg, len(train)).rm, seed, base_dir, pools,
-                           "prm", progress, device)
-    pool = list(read_solutions(data / "eval.jsonl.gz"))
-    bon, step_auroc = eval_metrics(pool, step_probabilities(out / "scored-eval.jsonl.gz"), data / "eval-truth.npz", a.n)
-    np.save(out / "bon.npy", bon)
-    return {**info, "labels": len(train), "bon": float(bon.mean()), "step_auroc": step_auroc,
-            "set": set_stats([cands[i] for i in used], train),
-            "batches": [set_stats([cands[i] for i in b], [labelled[i] for i in b]) for b in batches]}
+    base: Base = None
+    data: Data = None
+    plan: tuple = ()
+    score_candidates: bool = False
+    wrong_grades: tuple | None = None
+    reads = ("rm", "active.n", "active.wrong_share", "active.rm_steps", "active.rm_epochs")
+
+    @property
+    def version(self) -> list[int]:
+        return [VERSION, RM_VERSION]
+
+    def run(self, out: Path) -> dict:
+        from prmkit.io import read_solutions, write_records
+        from prmkit.lab.rm import train_and_score
+
+        init_worker()
+        cfg, seed, a, data = self.cfg, self.seed, self.cfg.active, Path(self.data.folder)
+        plan = [(st, k, scorer.folder if scorer else None, u) for st, k, scorer, u in self.plan]
+        cands = list(read_solutions(data / "candidates.jsonl.gz"))
+        labelled = list(read_solutions(data / "labelled.jsonl.gz"))
+        scores = {d: solution_column(Path(d) / "scored-candidates.jsonl.gz", f"prm_{AGGREGATION}")
+                  for _, _, d, _ in plan if d}
+        batches, used = choose(cands, [tuple(b) for b in plan], scores, seed, a.wrong_share, self.wrong_grades)
+        train = [labelled[i] for i in used]
+        write_records(out / "train.jsonl.gz", train)
+        ids = [[cands[i].id for i in b] for b in batches]
+        (out / "chosen.json").write_text(json.dumps({"batches": ids}) + "\n")
+        pools = {"eval": str(data / "eval.jsonl.gz")}
+        if self.score_candidates:
+            pools["candidates"] = str(data / "candidates.jsonl.gz")
+        info = train_and_score(out, "prm", out / "train.jsonl.gz", rm_config(cfg, len(train)).rm, seed, self.base.model_dir,
+                               pools, "prm", self.progress, self.device)
+        pool = list(read_solutions(data / "eval.jsonl.gz"))
+        bon, step_auroc = eval_metrics(pool, step_probabilities(out / "scored-eval.jsonl.gz"), data / "eval-truth.npz", a.n)
+        np.save(out / "bon.npy", bon)
+        return {**info, "labels": len(train), "bon": float(bon.mean()), "step_auroc": step_auroc,
+                "set": set_stats([cands[i] for i in used], train),
+                "batches": [set_stats([cands[i] for i in b], [labelled[i] for i in b]) for b in batches]}
 
 
 # --- the study -------------------------------------------------------------------------------------
 
-def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
-              log=print, device: str = "auto") -> dict:
-    """Run the active-learning study for ``seeds`` into ``RUN_DIR/study-active/``; return its summary."""
-    record = run_record()  # the code as it starts: a commit made while it runs is not its source
-    init_worker()
-    a, out = cfg.active, study_dir(run_dir, NAME)
-    out.mkdir(parents=True, exist_ok=True)
-    runner = Runner(jobs=jobs, progress=progress, log=log)
-    start = time.perf_counter()
-    try:
-        sd = {s: out / f"seed-{s}" for s in seeds}
-        dkey = {s: key_of(NAME, VERSION, cfg.domain, cfg.generator, cfg.labellers, a.train_problems,
-                          a.candidates, a.eval_problems, a.eval_samples, s) for s in seeds}
-        dkey, bkey, base_dir = data_and_base(runner, cfg, out, sd, dkey, job_data, progress, device)
-        inner = progress and jobs == 1
-        models = model_plans(a)
-        rcfg = rm_config(cfg)
-        for depth in range(max(m["depth"] for m in models) + 1):
-            calls = []
-            for s in seeds:
-                for m in (m for m in models if m["depth"] == depth):
-                    plan = [(st, k, str(sd[s] / d) if d else None, u) for st, k, d, u in m["plan"]]
-                    keyed = [(st, k, done_key(d) if d else None, u) for st, k, d, u in plan]
-                    # wrong_grades can change only the models that select (an active batch in the plan)
-                    selects = any(st == "active" for st, *_ in m["plan"])
-                    grades = if_changed(a.wrong_grades, WRONG_GRADES) if selects else ()
-                    key = key_of(dkey[s], bkey, rcfg.rm, a.n, a.wrong_share, *grades, a.rm_epochs, keyed,
-                                 m["score_candidates"], cfg.base.max_length, VERSION, RM_VERSION)
-                    calls.append((str(sd[s] / m["name"]), key, job_model, cfg, s, base_dir, str(sd[s] / "data"),
-                                  plan, m["score_candidates"], inner, device))
-            runner.stage(_STAGES[depth] if depth < len(_STAGES) else f"generation {depth + 1}", calls)
-    finally:
-        runner.close()
-    summary = summarise(cfg, seeds, out)
-    summary["timings"] = runner.timings
-    summary.update(record)
-    summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
-    write_outputs(out, cfg, seeds, summary, command)
-    write_json(out / "summary.json", summary)
-    log(f"study active: {out / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")
-    return summary
+def stages(cfg, ctx):
+    """The base, data, then the models generation by generation (each ranked by models of the one before)."""
+    base = ctx.base(cfg)
+    lm = cfg.policy != "rules"
+    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, base if lm else None, device=ctx.device) for s in ctx.seeds}
+    yield from ([("base", [base]), ("data", list(data.values()))] if lm else
+                [("data", list(data.values())), ("base", [base])])
+    models = model_plans(cfg.active)
+    made = {s: {} for s in ctx.seeds}
+    for depth in range(max(m["depth"] for m in models) + 1):
+        stage = []
+        for s in ctx.seeds:
+            for m in (m for m in models if m["depth"] == depth):
+                plan = tuple((st, k, made[s][d] if d else None, u) for st, k, d, u in m["plan"])
+                selects = any(st == "active" for st, *_ in m["plan"])
+                made[s][m["name"]] = Model(str(ctx.seed_dir(s) / m["name"]), cfg, s, base, data[s], plan,
+                                           m["score_candidates"], cfg.active.wrong_grades if selects else None,
+                                           **ctx.how)
+                stage.append(made[s][m["name"]])
+        yield (_STAGES[depth] if depth < len(_STAGES) else f"generation {depth + 1}"), stage
 
 
 _STAGES = ("uniform (selector, generation 1)", "active, generation 2")
@@ -358,11 +357,17 @@ def _mean_stats(stats: list[dict]) -> dict:
     return {k: float(np.mean([s[k] for s in stats])) for k in stats[0]}
 
 
+def write_pages(root: Path, cfg, summary: dict, command: str) -> None:
+    write_outputs(root, cfg, summary["seeds"], summary, command)
+
+
+STUDY = Study(NAME, stages, summarise, write_pages)
+
 __all__ = [
+    "STUDY",
     "choose",
     "equivalent_labels",
     "model_plans",
-    "run_study",
     "set_stats",
     "summarise",
     "take_active",

@@ -27,24 +27,21 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, init_worker, job_base, key_of
-from prmkit.lab.stack import run_record
+from prmkit.lab.run import init_worker
 from prmkit.lab.study.core import (
     bon_per_problem,
-    job_train_score,
     mean_ci,
-    open_study,
     solution_scores,
     step_auroc,
     step_probabilities,
     with_restarts,
-    write_json,
 )
+from prmkit.lab.study.protocol import Seeded, Study, TrainScore
 
 NAME = "autolabel"
 METHODS = ("mc", "omegaprm", "judge", "consensus")
@@ -92,70 +89,85 @@ def has_labels(record) -> bool:
 
 # --- jobs ------------------------------------------------------------------------------------------------
 
-def job_data(out: Path, cfg, seed: int) -> dict:
+@dataclass(frozen=True)
+class Data(Seeded):
     """The pool (shuffled), its simulated human labels, the held-out pool and the judge's labelled set."""
-    from prmkit.io import write_records
-    from prmkit.lab.labellers import label
-    from prmkit.lab.pools import generate_pool
 
-    ac = cfg.autolabel
-    pool = generate_pool(cfg, seed, "train", ac.train_problems, ac.samples_per_problem)
-    pool = [pool[i] for i in np.random.default_rng([seed, 17]).permutation(len(pool))]
-    write_records(out / "pool.jsonl.gz", pool)
-    write_records(out / "human.jsonl.gz", label(pool, cfg.labellers, seed))
-    write_records(out / "eval.jsonl.gz", generate_pool(cfg, seed, "eval", ac.eval_problems, ac.eval_samples))
-    judge_seed = ac.judge_seed + seed
-    per = ac.samples_per_problem
-    judge_pool = generate_pool(cfg, judge_seed, "train", -(-ac.judge_labels // per), per)[:ac.judge_labels]
-    shared = {s.problem.problem for s in judge_pool} & {s.problem.problem for s in pool}
-    if shared:
-        raise ValueError(f"{len(shared)} of the judge's problems are also the pool's (seed {seed})")
-    write_records(out / "judge-train.jsonl.gz", label(judge_pool, cfg.labellers, judge_seed))
-    return {"pool": len(pool), "judge_labels": len(judge_pool)}
+    reads = ("domain", "generator", "policy", "labellers", "autolabel.train_problems", "autolabel.samples_per_problem",
+             "autolabel.eval_problems", "autolabel.eval_samples", "autolabel.judge_labels", "autolabel.judge_seed")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        from prmkit.io import write_records
+        from prmkit.lab.labellers import label
+        from prmkit.lab.pools import generate_pool
+
+        cfg, seed, ac = self.cfg, self.seed, self.cfg.autolabel
+        pool = generate_pool(cfg, seed, "train", ac.train_problems, ac.samples_per_problem)
+        pool = [pool[i] for i in np.random.default_rng([seed, 17]).permutation(len(pool))]
+        write_records(out / "pool.jsonl.gz", pool)
+        write_records(out / "human.jsonl.gz", label(pool, cfg.labellers, seed))
+        write_records(out / "eval.jsonl.gz", generate_pool(cfg, seed, "eval", ac.eval_problems, ac.eval_samples))
+        judge_seed = ac.judge_seed + seed
+        per = ac.samples_per_problem
+        judge_pool = generate_pool(cfg, judge_seed, "train", -(-ac.judge_labels // per), per)[:ac.judge_labels]
+        shared = {s.problem.problem for s in judge_pool} & {s.problem.problem for s in pool}
+        if shared:
+            raise ValueError(f"{len(shared)} of the judge's problems are also the pool's (seed {seed})")
+        write_records(out / "judge-train.jsonl.gz", label(judge_pool, cfg.labellers, judge_seed))
+        return {"pool": len(pool), "judge_labels": len(judge_pool)}
 
 
-def job_label(out: Path, cfg, seed: int, data_dir: str, judge_dir: str) -> dict:
+@dataclass(frozen=True)
+class Label(Seeded):
     """Label the pool with every method of :data:`METHODS` (the judge served by ``prmkit serve --critic``),
     and write every arm's training file."""
-    from prmkit.generate.config import GenerateConfig
-    from prmkit.io import read_solutions, write_records
-    from prmkit.lab.backend import LabBackend
-    from prmkit.lab.oracle import grade_answer
-    from prmkit.label.auto.config import AutoLabelConfig
-    from prmkit.label.auto.run import label_solutions
-    from prmkit.serve import background
-    from prmkit.serve.app import ServeConfig, Service
 
-    init_worker()
-    ac = cfg.autolabel
-    pool = list(read_solutions(Path(data_dir) / "pool.jsonl.gz"))
-    backend = LabBackend(GenerateConfig(backend="lab", model="default", seed=seed), generator=cfg.generator)
-    service = Service(ServeConfig(critic=str(Path(judge_dir) / "model"), critic_threshold=ac.judge_threshold,
-                                  name="lab-judge", device="cpu"))
-    sets, stats = {}, {}
-    try:
-        with background(service) as url:
-            for method in METHODS:
-                label_cfg = AutoLabelConfig(method=method, k=ac.k, judge_model="lab-judge", judge_base_url=url,
-                                            judge_concurrency=4, progress=False, flush_every=64)
-                sets[method], stats[method] = label_solutions(pool, label_cfg, backend=backend, grade=grade_answer,
-                                                              cache=out / "rollouts.jsonl")
-                write_records(out / f"{method}.jsonl.gz", sets[method])
-    finally:
-        service.close()
-    sets["human"] = list(read_solutions(Path(data_dir) / "human.jsonl.gz"))
-    budget = sum(record_cost(r) for r in sets["omegaprm"])
-    arms = {}
-    for arm, (method, _, which) in ARMS.items():
-        chosen = sets[method] if which == "all" else within_budget(sets[method], budget)
-        train = [r for r in chosen if has_labels(r)]
-        write_records(out / f"arm-{arm}.jsonl.gz", train)
-        arms[arm] = {"solutions": len(chosen), "labelled_solutions": len(train),
-                     "wrong_steps": sum(r.ratings.count(-1) for r in train),
-                     "cost": sum(record_cost(r) for r in chosen) if method != "human" else None}
-    info = {"cost": stats, "arms": arms, "budget": budget}
-    (out / "stats.json").write_text(json.dumps(info, indent=2, default=float) + "\n")
-    return {"budget": budget, "arms": arms}
+    data: Data = None
+    judge: TrainScore = None
+    reads = ("generator", "autolabel.k", "autolabel.judge_threshold")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        from prmkit.generate.config import GenerateConfig
+        from prmkit.io import read_solutions, write_records
+        from prmkit.lab.backend import LabBackend
+        from prmkit.lab.oracle import grade_answer
+        from prmkit.label.auto.config import AutoLabelConfig
+        from prmkit.label.auto.run import label_solutions
+        from prmkit.serve import background
+        from prmkit.serve.app import ServeConfig, Service
+
+        init_worker()
+        cfg, seed, ac = self.cfg, self.seed, self.cfg.autolabel
+        pool = list(read_solutions(self.data.output("pool.jsonl.gz").path))
+        backend = LabBackend(GenerateConfig(backend="lab", model="default", seed=seed), generator=cfg.generator)
+        service = Service(ServeConfig(critic=self.judge.model_dir, critic_threshold=ac.judge_threshold,
+                                      name="lab-judge", device="cpu"))
+        sets, stats = {}, {}
+        try:
+            with background(service) as url:
+                for method in METHODS:
+                    label_cfg = AutoLabelConfig(method=method, k=ac.k, judge_model="lab-judge", judge_base_url=url,
+                                                judge_concurrency=4, progress=False, flush_every=64)
+                    sets[method], stats[method] = label_solutions(pool, label_cfg, backend=backend, grade=grade_answer,
+                                                                  cache=out / "rollouts.jsonl")
+                    write_records(out / f"{method}.jsonl.gz", sets[method])
+        finally:
+            service.close()
+        sets["human"] = list(read_solutions(self.data.output("human.jsonl.gz").path))
+        budget = sum(record_cost(r) for r in sets["omegaprm"])
+        arms = {}
+        for arm, (method, _, which) in ARMS.items():
+            chosen = sets[method] if which == "all" else within_budget(sets[method], budget)
+            train = [r for r in chosen if has_labels(r)]
+            write_records(out / f"arm-{arm}.jsonl.gz", train)
+            arms[arm] = {"solutions": len(chosen), "labelled_solutions": len(train),
+                         "wrong_steps": sum(r.ratings.count(-1) for r in train),
+                         "cost": sum(record_cost(r) for r in chosen) if method != "human" else None}
+        info = {"cost": stats, "arms": arms, "budget": budget}
+        (out / "stats.json").write_text(json.dumps(info, indent=2, default=float) + "\n")
+        return {"budget": budget, "arms": arms}
 
 
 def trainable_arms(cfg, seeds: list[int], seed_dirs: dict) -> list[str]:
@@ -181,54 +193,32 @@ def study_rm(cfg):
     return with_restarts(cfg, cfg.autolabel.rm_steps, cfg.autolabel.restarts)
 
 
-def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
-              log=print, device: str = "auto") -> dict:
-    """Run the automatic-labels study for ``seeds`` into ``RUN_DIR/study-autolabel/``; return its summary."""
-    record = run_record()  # the code as it starts: a commit made while it runs is not its source
-    from prmkit.lab.base import base_key
-
+def prepare(cfg, seeds: list[int]):
+    """The study's checks (rule-based rollouts, a judge whose problems no seed shares) and its reward models."""
     ac = cfg.autolabel
     if cfg.policy != "rules":
         raise ValueError("the autolabel study rolls out with the rule-based generator (the policy that wrote its "
                          "pools): run it with policy=rules")
     if any(ac.judge_seed + s in seeds for s in seeds):
         raise ValueError(f"autolabel.judge_seed {ac.judge_seed} + a seed is also a run seed: pick another judge_seed")
-    init_worker()
-    cfg = study_rm(cfg)
-    root, runner, inner, start, sd = open_study(run_dir, NAME, seeds, jobs, progress, log)
-    try:
-        dkey = {s: key_of(cfg.domain, cfg.generator, cfg.labellers, ac.train_problems, ac.samples_per_problem,
-                          ac.eval_problems, ac.eval_samples, ac.judge_labels, ac.judge_seed, s, VERSION) for s in seeds}
-        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s) for s in seeds])
-        bkey = base_key(cfg.base, cfg, device)
-        base_dir = runner.stage("base", [(str(root / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
-        jkey = {s: key_of(dkey[s], bkey, cfg.rm, VERSION, RM_VERSION) for s in seeds}
-        runner.stage("judge", [(str(sd[s] / "judge"), jkey[s], job_train_score, "prm",
-                                str(sd[s] / "data" / "judge-train.jsonl.gz"), cfg, s, base_dir, {}, inner, device)
-                               for s in seeds])
-        lkey = {s: key_of(jkey[s], ac.k, ac.judge_threshold, VERSION, 2) for s in seeds}
-        runner.stage("label", [(str(sd[s] / "label"), lkey[s], job_label, cfg, s, str(sd[s] / "data"),
-                                str(sd[s] / "judge")) for s in seeds])
-        calls = []
-        for arm in trainable_arms(cfg, seeds, sd):
-            acfg = arm_config(cfg, arm)
-            for s in seeds:
-                eval_pool = {"eval": str(sd[s] / "data" / "eval.jsonl.gz")}
-                calls.append((str(sd[s] / f"rm-{arm}"), key_of(lkey[s], arm, acfg.rm, VERSION, RM_VERSION),
-                              job_train_score, "prm", str(sd[s] / "label" / f"arm-{arm}.jsonl.gz"), acfg, s,
-                              base_dir, eval_pool, inner, device))
-        runner.stage("rm", calls)
-    finally:
-        runner.close()
-    summary = summarise(cfg, seeds, root)
-    summary.update(timings=runner.timings, **record, command=command,
-                   total_wall_seconds=round(time.perf_counter() - start, 1))
-    from prmkit.lab.study.autolabel_pages import write_outputs
+    return study_rm(cfg)
 
-    write_outputs(root, cfg, summary, command)
-    write_json(root / "summary.json", summary)
-    log(f"autolabel study: {root / 'report.html'} ({summary['total_wall_seconds']:.0f} s)")
-    return summary
+
+def stages(cfg, ctx):
+    """Data, the base, each seed's judge, the labels of every method, then a PRM per arm with enough labels."""
+    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s) for s in ctx.seeds}
+    yield "data", list(data.values())
+    base = ctx.base(cfg)
+    yield "base", [base]
+    judge = {s: TrainScore(str(ctx.seed_dir(s) / "judge"), "prm", data[s].output("judge-train.jsonl.gz"), cfg.rm, s,
+                           base, {}, **ctx.how) for s in ctx.seeds}
+    yield "judge", list(judge.values())
+    labels = {s: Label(str(ctx.seed_dir(s) / "label"), cfg, s, data[s], judge[s]) for s in ctx.seeds}
+    yield "label", list(labels.values())
+    seed_dirs = {s: ctx.seed_dir(s) for s in ctx.seeds}
+    yield "rm", [TrainScore(str(ctx.seed_dir(s) / f"rm-{arm}"), "prm", labels[s].output(f"arm-{arm}.jsonl.gz"),
+                            arm_config(cfg, arm).rm, s, base, {"eval": data[s].output("eval.jsonl.gz")}, **ctx.how)
+                 for arm in trainable_arms(cfg, list(ctx.seeds), seed_dirs) for s in ctx.seeds]
 
 
 def summarise(cfg, seeds: list[int], root: Path) -> dict:
@@ -306,5 +296,13 @@ def value_claim(mc_quality: dict) -> dict:
             "holds_every_seed": all(v > c for v, c in zip(value, correct))}
 
 
-__all__ = ["ARMS", "METHODS", "arm_config", "job_data", "job_label", "measure_labels", "pooled_quality", "record_cost", "run_study",
-           "summarise", "value_claim", "within_budget"]
+def write_pages(root: Path, cfg, summary: dict, command: str) -> None:
+    from prmkit.lab.study.autolabel_pages import write_outputs  # the pages read this module's names
+
+    write_outputs(root, cfg, summary, command)
+
+
+STUDY = Study(NAME, stages, summarise, write_pages, prepare)
+
+__all__ = ["ARMS", "METHODS", "STUDY", "Data", "Label", "arm_config", "measure_labels", "pooled_quality",
+           "record_cost", "summarise", "value_claim", "within_budget"]

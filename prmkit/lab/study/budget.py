@@ -28,25 +28,22 @@ import dataclasses
 import html
 import json
 import math
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from prmkit.lab.config import LabConfig
-from prmkit.lab.stack import run_record
 from prmkit.lab.study.core import (
     bon_per_problem,
-    data_and_base,
     grouped,
     log_fit,
     mean_ci,
     slope_ratio,
-    study_dir,
     with_rm_steps,
-    write_json,
     write_study_pages,
 )
+from prmkit.lab.study.protocol import Base, Seeded, Study
 
 KINDS = ("prm", "orm")
 NAME = "budget"
@@ -125,24 +122,55 @@ def curve_stats(labels, acc: dict[str, np.ndarray], n_boot: int, seed: int = 0) 
 
 # --- jobs ------------------------------------------------------------------------------------------------
 
-def job_data(out: Path, cfg: LabConfig, seed: int, device: str = "auto") -> dict:
-    """The shuffled train pool of ``max(budgets)`` solutions, its phase-2 labels, and the held-out pool."""
-    from prmkit.io import write_records
-    from prmkit.lab.labellers import label
-    from prmkit.lab.pools import generate_pool
+@dataclass(frozen=True)
+class Data(Seeded):
+    """The shuffled train pool of ``max(budgets)`` solutions, its phase-2 labels, and the held-out pool
+    (sampled by ``base`` under the ``lm`` policy, its pools being its base's samples)."""
 
-    b = cfg.budget
-    size = max(b.budgets)
-    pool = generate_pool(cfg, seed, "train", math.ceil(size / b.samples_per_problem), b.samples_per_problem,
-                         device=device)
-    order = np.random.default_rng([seed, 7]).permutation(len(pool))[:size]  # spread small budgets over problems
-    train = [pool[i] for i in order]
-    write_records(out / "train.jsonl.gz", train)
-    labelled = label(train, cfg.labellers, seed)
-    write_records(out / "labelled.jsonl.gz", labelled)
-    held_out = generate_pool(cfg, seed, "eval", b.eval_problems, b.eval_samples, device=device)
-    write_records(out / "eval.jsonl.gz", held_out)
-    return {"labelled": len(labelled), "train_problems": len({s.problem.id for s in train}), "eval": len(held_out)}
+    base: Base | None = None
+    reads = ("domain", "generator", "policy", "labellers", "budget.budgets", "budget.samples_per_problem",
+             "budget.eval_problems", "budget.eval_samples")
+
+    def run(self, out: Path) -> dict:
+        from prmkit.io import write_records
+        from prmkit.lab.labellers import label
+        from prmkit.lab.pools import generate_pool
+
+        cfg, seed, b, device = self.cfg, self.seed, self.cfg.budget, self.device
+        size = max(b.budgets)
+        pool = generate_pool(cfg, seed, "train", math.ceil(size / b.samples_per_problem), b.samples_per_problem,
+                             device=device)
+        order = np.random.default_rng([seed, 7]).permutation(len(pool))[:size]  # spread small budgets over problems
+        train = [pool[i] for i in order]
+        write_records(out / "train.jsonl.gz", train)
+        labelled = label(train, cfg.labellers, seed)
+        write_records(out / "labelled.jsonl.gz", labelled)
+        held_out = generate_pool(cfg, seed, "eval", b.eval_problems, b.eval_samples, device=device)
+        write_records(out / "eval.jsonl.gz", held_out)
+        return {"labelled": len(labelled), "train_problems": len({s.problem.id for s in train}), "eval": len(held_out)}
+
+
+@dataclass(frozen=True)
+class RewardModel(Seeded):
+    """A PRM or ORM of the first ``budget`` labels (:func:`prmkit.lab.run.job_rm`), scoring the held-out pool."""
+
+    kind: str = "prm"
+    budget: int = 0
+    base: Base = None
+    data: Data = None
+    reads = ("rm", "labelled")
+
+    @property
+    def version(self) -> int:
+        from prmkit.lab.run import RM_VERSION
+
+        return RM_VERSION
+
+    def run(self, out: Path) -> dict:
+        from prmkit.lab.run import job_rm
+
+        return job_rm(out, self.kind, self.budget, self.cfg, self.seed, self.base.model_dir, self.data.folder,
+                      self.progress, ("eval",), self.device)
 
 
 def study_config(cfg: LabConfig) -> LabConfig:
@@ -183,49 +211,30 @@ def seed_accuracy(cfg: LabConfig, seed_dir: Path, seed: int) -> dict[str, np.nda
 
 # --- the pipeline ------------------------------------------------------------------------------------------
 
-def run_study(cfg: LabConfig, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
-              log=print, device: str = "auto") -> dict:
-    """Run the label-budget study for ``seeds`` into ``RUN_DIR/study-budget``; return its summary."""
-    record = run_record()  # the code as it starts: a commit made while it runs is not its source
-    from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_rm, key_of
+def stages(cfg: LabConfig, ctx):
+    """Data (after the base under the ``lm`` policy, which samples the pools), the base, then every reward model."""
+    base = ctx.base(cfg)
+    lm = cfg.policy != "rules"
+    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, base if lm else None, device=ctx.device) for s in ctx.seeds}
+    rms = [RewardModel(str(ctx.seed_dir(s) / f"rm-{k}-{budget}"), cfg, s, k, budget, base, data[s], **ctx.how)
+           for s in ctx.seeds for budget in cfg.budget.budgets[::-1] for k in KINDS]
+    return [("base", [base]), ("data", list(data.values())), ("rm", rms)] if lm else \
+        [("data", list(data.values())), ("base", [base]), ("rm", rms)]
 
-    init_worker()
-    cfg = study_config(cfg)
-    out = study_dir(run_dir, NAME)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "config.json", dataclasses.asdict(cfg))
-    runner = Runner(jobs=jobs, progress=progress, log=log)
-    start = time.perf_counter()
-    sd = {s: out / f"seed-{s}" for s in seeds}
+
+def summarise(cfg: LabConfig, seeds: list[int], root: Path) -> dict:
+    """Every number of the study from the held-out scores: curves, fits, the efficiency factor, per seed."""
     b = cfg.budget
-    try:
-        dkey = {s: key_of(cfg.domain, cfg.generator, cfg.labellers, b.budgets, b.samples_per_problem,
-                          b.eval_problems, b.eval_samples, s, NAME, 1) for s in seeds}
-        dkey, bkey, base_dir = data_and_base(runner, cfg, out, sd, dkey, job_data, progress, device)
-        inner = progress and jobs == 1
-        runner.stage("rm", [(str(sd[s] / f"rm-{k}-{budget}"), key_of(dkey[s], bkey, cfg.rm, k, budget, cfg.labelled,
-                                                                     RM_VERSION),
-                             job_rm, k, budget, cfg, s, base_dir, str(sd[s] / "data"), inner, ("eval",), device)
-                            for s in seeds for budget in b.budgets[::-1] for k in KINDS])
-    finally:
-        runner.close()
-    t = time.perf_counter()
+    sd = {s: root / f"seed-{s}" for s in seeds}
     per_seed = {s: seed_accuracy(cfg, sd[s], s) for s in seeds}
     acc = {k: np.stack([per_seed[s][k] for s in seeds]) for k in (*KINDS, "majority")}
-    summary = {"study": NAME, "preset": cfg.name, "seeds": list(seeds), "command": command, "n": b.n,
-               "budgets": list(b.budgets), "settings": dataclasses.asdict(b), "rm_steps": cfg.rm.max_steps, "rm_batch_size": cfg.rm.batch_size,
-               "eval": f"{b.eval_problems} problems x {b.eval_samples} samples per seed",
+    summary = {"study": NAME, "preset": cfg.name, "seeds": list(seeds), "n": b.n,
+               "budgets": list(b.budgets), "settings": dataclasses.asdict(b), "rm_steps": cfg.rm.max_steps,
+               "rm_batch_size": cfg.rm.batch_size, "eval": f"{b.eval_problems} problems x {b.eval_samples} samples per seed",
                **curve_stats(list(b.budgets), acc, cfg.bootstrap, 0)}
     summary["per_seed"] = {str(s): {k: [float(x) for x in per_seed[s][k].mean(axis=1)] for k in per_seed[s]}
                            for s in seeds}
-    runner.timings["evaluate"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary["job_seconds"] = _job_seconds(sd)
-    summary["timings"] = runner.timings
-    summary.update(record)
-    write_pages(out, cfg, summary)
-    summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
-    write_json(out / "summary.json", summary)
-    log(f"study report: {out / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")
     return summary
 
 
@@ -371,23 +380,27 @@ def findings(summary: dict) -> str:
     return "As measured: " + "; ".join(parts) + "."
 
 
-def write_pages(out: Path, cfg: LabConfig, summary: dict) -> None:
+def write_pages(out: Path, cfg: LabConfig, summary: dict, command: str) -> None:
     """``figures/budget.png``, ``section.html`` and the standalone ``report.html`` of the study."""
     figure = Path(plot_curve(summary, out / "figures" / "budget.png"))
     write_study_pages(out, f"prmkit lab study budget: preset {cfg.name}", section_html(summary, figure), cfg,
-                      summary["timings"], summary["command"])
+                      summary["timings"], command)
+
+
+STUDY = Study(NAME, stages, summarise, write_pages, lambda cfg, seeds: study_config(cfg))
 
 
 __all__ = [
+    "STUDY",
+    "Data",
+    "RewardModel",
     "budget_tables",
     "curve_stats",
     "efficiency_text",
     "equivalence",
     "equivalent_labels",
-    "job_data",
     "majority_per_problem",
     "plot_curve",
-    "run_study",
     "section_html",
     "seed_accuracy",
     "study_config",

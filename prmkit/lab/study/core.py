@@ -9,8 +9,7 @@ The maths is pure and property-tested (``tests/test_lab_study_core.py``):
   bootstrap interval that resamples seeds and, within each seed, held-out problems (the same problems
   for every budget and both arms, so the comparison stays paired).
 
-The jobs follow ``prmkit lab run``'s mechanism (:func:`prmkit.lab.run.run_job`): outputs in a folder
-renamed into place, skipped on a rerun whose key matches.
+The jobs and the driver that runs every study: :mod:`prmkit.lab.study.protocol`.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.rm import solution_column, step_probabilities
-from prmkit.lab.run import POOLS, run_job  # noqa: F401  (re-exported for the studies)
 
 AGGREGATION = "min"
 """The solution score every study ranks by: the lab's PRM score chosen before any run (``docs/lab.md``)."""
@@ -50,16 +48,6 @@ def with_restarts(cfg, steps: int, restarts: int):
     cfg = with_rm_steps(cfg, steps)
     held_out = restarts > 1 or cfg.rm.early_stop_patience > 0  # early stopping watches the held-out split too
     return cfg.replace({"rm.restarts": restarts, "rm.eval_fraction": 0.1 if held_out else 0.0})
-
-
-def if_changed(value, default) -> tuple:
-    """``(value,)`` when a setting differs from its default, else ``()``: the part of a job key for a
-    setting added after jobs were run, so that the default's jobs keep their keys (and are not redone).
-
-    >>> if_changed("prm", "prm"), if_changed("oracle", "prm")
-    ((), ('oracle',))
-    """
-    return () if value == default else (value,)
 
 
 def grouped(solutions) -> list[list[int]]:
@@ -171,27 +159,7 @@ def step_auroc(solutions, probs: list[np.ndarray]) -> float:
     return float(auroc(np.asarray(scores), y)) if y.size and y.min() != y.max() else float("nan")
 
 
-# --- jobs ---------------------------------------------------------------------------------------------
-
-def job_train_score(out: Path, kind: str, train_file: str, cfg, seed: int, base_dir: str, pools: dict,
-                    progress: bool = False, device: str = "auto") -> dict:
-    """Train a lab reward model on every solution of ``train_file``; score ``pools`` (name -> file).
-
-    ``kind`` is ``prm`` (step ratings) or ``orm`` (the outcome each record carries, else its grade:
-    :func:`prmkit.train.data.build_examples`'s ``outcome_source="auto"``). Writes ``model/`` and
-    ``scored-<name>.jsonl.gz`` (:func:`prmkit.lab.rm.train_and_score`): read them back with
-    :func:`step_probabilities` and :func:`solution_column`.
-    """
-    from prmkit.lab.rm import train_and_score
-    from prmkit.lab.run import init_worker
-
-    init_worker()
-    return train_and_score(out, kind, train_file, cfg.rm, seed, base_dir, pools, kind, progress, device)
-
-
-def study_dir(run_dir, name: str) -> Path:
-    return Path(run_dir) / f"study-{name}"
-
+# --- pages -----------------------------------------------------------------------------------------------
 
 def write_study_pages(out: Path, title: str, section: str, cfg, timings: dict, command: str) -> None:
     """``out/section.html`` (the fragment the lab report includes) and the standalone ``out/report.html``:
@@ -212,34 +180,6 @@ def write_study_pages(out: Path, title: str, section: str, cfg, timings: dict, c
         f.write(text + "\n")
 
 
-def open_study(run_dir, name: str, seeds: list[int], jobs: int, progress: bool, log):
-    """A study run's shared start: its folder ``RUN_DIR/study-<name>/`` (made), a :class:`~prmkit.lab.run.Runner`,
-    whether jobs show their own progress bars (one worker only), the start time, and each seed's folder."""
-    import time
-
-    from prmkit.lab.run import Runner
-
-    root = study_dir(run_dir, name)
-    root.mkdir(parents=True, exist_ok=True)
-    runner = Runner(jobs=jobs, progress=progress, log=log)
-    return root, runner, progress and jobs == 1, time.perf_counter(), {s: root / f"seed-{s}" for s in seeds}
-
-
-def data_and_base(runner, cfg, out: Path, sd: dict, dkey: dict, job_data, progress: bool, device: str) -> tuple:
-    """A study's first two stages: each seed's data (``job_data`` into ``sd[s]/data``, keyed by ``dkey[s]``,
-    and by the base model too under the lm policy, whose pools are its base's samples), then the base model
-    (``out/base``, the lab's cache). Returns ``(data keys, base key, base folder)``."""
-    from prmkit.lab.base import base_key
-    from prmkit.lab.run import job_base, key_of
-
-    bkey = base_key(cfg.base, cfg, device)
-    if cfg.policy != "rules":
-        dkey = {s: key_of(k, cfg.policy, bkey) for s, k in dkey.items()}
-    runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, device) for s in dkey])
-    base_dir = runner.stage("base", [(str(out / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
-    return dkey, bkey, base_dir
-
-
 def write_study_outputs(root: Path, name: str, cfg, summary: dict, command: str, plot, section_html) -> None:
     """``figures/<name>.png`` (``plot(summary, path)``), ``section.html`` and the standalone ``report.html``."""
     fig = plot(summary, root / "figures" / f"{name}.png")
@@ -247,31 +187,19 @@ def write_study_outputs(root: Path, name: str, cfg, summary: dict, command: str,
                       summary["timings"], command)
 
 
-def write_json(path: Path, value) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
-    tmp.write_text(json.dumps(value, indent=2, default=float) + "\n")
-    tmp.replace(path)
-
-
 __all__ = [
     "AGGREGATION",
     "bon_per_problem",
     "grouped",
-    "if_changed",
-    "job_train_score",
     "log_fit",
     "mean_ci",
-    "open_study",
     "slope_ratio",
     "solution_column",
     "solution_scores",
     "step_auroc",
     "step_probabilities",
-    "study_dir",
     "with_restarts",
     "with_rm_steps",
-    "write_json",
     "write_study_outputs",
     "write_study_pages",
 ]

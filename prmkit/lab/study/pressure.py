@@ -28,14 +28,16 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, init_worker, job_base, key_of
-from prmkit.lab.stack import RL_PACKAGES, run_record
-from prmkit.lab.study.core import job_train_score, open_study, with_restarts, write_json
+from prmkit.lab.run import init_worker
+from prmkit.lab.stack import RL_PACKAGES
+from prmkit.lab.study.core import with_restarts
 from prmkit.lab.study.pressure_summary import rm_name
+from prmkit.lab.study.protocol import Base, Seeded, Study, TrainScore
 
 NAME = "pressure"
 REWARDS = {"orm": ("orm", "last", 0.0), "prm-min": ("prm", "min", 0.0), "prm-product": ("prm", "product", 0.0),
@@ -227,73 +229,77 @@ def check_config(cfg) -> None:
         raise ValueError(f"unknown pressure.rewards {unknown} (expected some of {', '.join(REWARDS)})")
 
 
-def rm_calls(cfg, seeds, sd, dkey, base_dir, size_dirs, inner, device) -> tuple[dict, list]:
-    """The reward models' jobs: PRM and ORM at every budget from the base, and at the largest budget from
-    every other size's base (for best-of-N only); their keys by (seed, kind, budget) and the calls."""
-    pc, top = cfg.pressure, max(cfg.pressure.budgets)
-    rkey, calls = {}, []
-    for s in seeds:
-        bon = {"bon": str(sd[s] / "data" / "bon.jsonl.gz")}
-        for b in pc.budgets:
-            for kind in ("prm", "orm"):
-                rkey[s, kind, b] = key_of(dkey[s], kind, b, cfg.rm, VERSION, RM_VERSION)
-                calls.append((str(sd[s] / rm_name(kind, b)), rkey[s, kind, b], job_train_score, kind,
-                              str(sd[s] / "data" / f"train-{b}.jsonl.gz"), cfg, s, base_dir, bon, inner, device))
-        for size in pc.rm_sizes:
-            for kind in ("prm", "orm"):
-                key = key_of(dkey[s], kind, top, size, cfg.rm, VERSION, RM_VERSION)
-                calls.append((str(sd[s] / rm_name(kind, top, size)), key, job_train_score, kind,
-                              str(sd[s] / "data" / f"train-{top}.jsonl.gz"), cfg, s, size_dirs[size], bon, inner,
-                              device))
-    return rkey, calls
+@dataclass(frozen=True)
+class Data(Seeded):
+    """:func:`job_data`: the pools, sampled by ``base`` (the policy)."""
+
+    base: Base = None
+    reads = ("domain", "policy", "labellers", "pressure.train_problems", "pressure.samples_per_problem",
+             "pressure.budgets", "pressure.bon_problems", "pressure.bon_samples", "pressure.rl_problems",
+             "pressure.rl_eval_problems")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        return job_data(out, self.cfg, self.seed, self.progress, self.device)
 
 
-def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
-              log=print, device: str = "auto") -> dict:
-    """Run the optimisation-pressure study for ``seeds`` into ``RUN_DIR/study-pressure/``; return its summary."""
-    from prmkit.lab.base import base_key
+@dataclass(frozen=True)
+class RL(Seeded):
+    """:func:`job_rl`: GRPO of the base against ``reward``, from the reward models at the largest budget."""
 
-    pc = cfg.pressure
+    reward: str = "prm-min"
+    base: Base = None
+    data: Data = None
+    prm: TrainScore = None
+    orm: TrainScore = None
+    reads = ("pressure.rl", "pressure.rl_eval_samples", "base.max_length")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        rm_dirs = {"prm": self.prm.model_dir, "orm": self.orm.model_dir}
+        return job_rl(out, self.cfg, self.seed, self.reward, self.base.model_dir, self.data.folder, rm_dirs,
+                      self.progress, self.device)
+
+
+def prepare(cfg, seeds: list[int]):
     check_config(cfg)
-    init_worker()
-    cfg = study_rm(cfg)
-    root, runner, inner, start, sd = open_study(run_dir, NAME, seeds, jobs, progress, log)
-    top = max(pc.budgets)
-    try:
-        bkey = base_key(cfg.base, cfg, device)
-        bases = [(str(root / "base"), bkey, job_base, cfg, progress, device)]
-        for size in pc.rm_sizes:
-            bases.append((str(root / f"base-{size}"), base_key(sized(cfg, size).base, sized(cfg, size), device), job_base,
-                          sized(cfg, size), progress, device))
-        base_dirs = [r["path"] for r in runner.stage("base", bases)]
-        base_dir, size_dirs = base_dirs[0], dict(zip(pc.rm_sizes, base_dirs[1:]))
-        dkey = {s: key_of(bkey, cfg.domain, cfg.labellers, pc.train_problems, pc.samples_per_problem, pc.budgets,
-                          pc.bon_problems, pc.bon_samples, pc.rl_problems, pc.rl_eval_problems, s, VERSION)
-                for s in seeds}
-        runner.stage("data", [(str(sd[s] / "data"), dkey[s], job_data, cfg, s, inner, device) for s in seeds])
-        rkey, calls = rm_calls(cfg, seeds, sd, dkey, base_dir, size_dirs, inner, device)
-        runner.stage("rm", calls)
-        calls = []
-        for reward in pc.rewards:
-            for s in seeds:
-                rm_dirs = {k: str(sd[s] / rm_name(k, top) / "model") for k in ("prm", "orm")}
-                key = key_of(rkey[s, "prm", top], rkey[s, "orm", top], reward, pc.rl, pc.rl_eval_samples, VERSION)
-                calls.append((str(sd[s] / f"rl-{reward}"), key, job_rl, cfg, s, reward, base_dir,
-                              str(sd[s] / "data"), rm_dirs, inner, device))
-        runner.stage("rl", calls)
-    finally:
-        runner.close()
+    return study_rm(cfg)
+
+
+def stages(cfg, ctx) -> list:
+    """The bases (the policy's and one per extra reward-model size), data, the reward models, the RL runs."""
+    pc, top = cfg.pressure, max(cfg.pressure.budgets)
+    base = ctx.base(cfg)
+    sizes = {size: ctx.base(sized(cfg, size), f"base-{size}") for size in pc.rm_sizes}
+    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, base, **ctx.how) for s in ctx.seeds}
+
+    def rm(s: int, kind: str, budget: int, size: str | None = None) -> TrainScore:
+        return TrainScore(str(ctx.seed_dir(s) / rm_name(kind, budget, size)), kind,
+                          data[s].output(f"train-{budget}.jsonl.gz"), cfg.rm, s, sizes[size] if size else base,
+                          {"bon": data[s].output("bon.jsonl.gz")}, **ctx.how)
+
+    rms = {(s, kind, b, None): rm(s, kind, b) for s in ctx.seeds for b in pc.budgets for kind in ("prm", "orm")}
+    rms |= {(s, kind, top, size): rm(s, kind, top, size) for s in ctx.seeds for size in pc.rm_sizes
+            for kind in ("prm", "orm")}
+    rl = [RL(str(ctx.seed_dir(s) / f"rl-{reward}"), cfg, s, reward, base, data[s], rms[s, "prm", top, None],
+             rms[s, "orm", top, None], **ctx.how) for reward in pc.rewards for s in ctx.seeds]
+    return [("base", [base, *sizes.values()]), ("data", list(data.values())), ("rm", list(rms.values())),
+            ("rl", rl)]
+
+
+def summarise(cfg, seeds: list[int], root: Path) -> dict:
     from prmkit.lab.study.pressure_summary import summarise
 
-    summary = summarise(cfg, seeds, root)
-    summary.update(timings=runner.timings, **run_record(RL_PACKAGES), command=command,
-                   total_wall_seconds=round(time.perf_counter() - start, 1))
+    return summarise(cfg, seeds, root)
+
+
+def write_pages(root: Path, cfg, summary: dict, command: str) -> None:
     from prmkit.lab.study.pressure_pages import write_outputs
 
     write_outputs(root, cfg, summary, command)
-    write_json(root / "summary.json", summary)
-    log(f"pressure study: {root / 'report.html'} ({summary['total_wall_seconds']:.0f} s)")
-    return summary
 
 
-__all__ = ["REWARDS", "job_data", "job_rl", "make_reward", "per_problem", "run_study"]
+STUDY = Study(NAME, stages, summarise, write_pages, prepare, RL_PACKAGES)
+
+
+__all__ = ["REWARDS", "RL", "STUDY", "Data", "job_data", "job_rl", "make_reward", "per_problem"]

@@ -29,30 +29,27 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, Runner, init_worker, job_base, key_of
-from prmkit.lab.stack import run_record
+from prmkit.lab.run import init_worker
 from prmkit.lab.study.config import DIFFERENCES, KIND, METHODS, NAMES  # noqa: F401  (NAMES re-exported)
 from prmkit.lab.study.core import (
     bon_per_problem,
     grouped,
-    if_changed,
-    job_train_score,
     mean_ci,
     solution_column,
     solution_scores,
     step_auroc,
     step_probabilities,
-    study_dir,
     with_rm_steps,
-    write_json,
 )
+from prmkit.lab.study.protocol import Seeded, Study, TrainScore, job_seconds
 from prmkit.lab.study.synthetic_pages import write_outputs
 
+NAME = "synthetic"
 SENSITIVITY = (0.1, 0.2, 0.3, 0.5, 0.7)
 """Thresholds at which the large PRM's labels are compared with the oracle's (a diagnostic; training uses
 ``synthetic.threshold`` only)."""
@@ -193,69 +190,96 @@ def ordering(acc: dict, diffs: dict) -> dict:
 
 # --- jobs ------------------------------------------------------------------------------------------------
 
-def job_large_data(out: Path, cfg, seed: int) -> dict:
+@dataclass(frozen=True)
+class LargeData(Seeded):
     """The large PRM's training pool (train split of ``seed``) and its simulated labels."""
-    from prmkit.io import write_records
-    from prmkit.lab.labellers import label
-    from prmkit.lab.pools import generate_pool
 
-    sc = cfg.synthetic
-    pool = generate_pool(cfg, seed, "train", problems=sc.large_problems, samples=sc.large_samples)
-    write_records(out / "train.jsonl.gz", pool)
-    write_records(out / "labelled.jsonl.gz", label(pool, cfg.labellers, seed))
-    return {"solutions": len(pool)}
+    reads = ("domain", "generator", "policy", "labellers", "synthetic.large_problems", "synthetic.large_samples")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        from prmkit.io import write_records
+        from prmkit.lab.labellers import label
+        from prmkit.lab.pools import generate_pool
+
+        cfg, sc = self.cfg, self.cfg.synthetic
+        pool = generate_pool(cfg, self.seed, "train", problems=sc.large_problems, samples=sc.large_samples)
+        write_records(out / "train.jsonl.gz", pool)
+        write_records(out / "labelled.jsonl.gz", label(pool, cfg.labellers, self.seed))
+        return {"solutions": len(pool)}
 
 
-def job_pools(out: Path, cfg, seed: int) -> dict:
+@dataclass(frozen=True)
+class Pools(Seeded):
     """A run seed's fresh training pool (``problems x max(per_problem)``) and held-out pool; checks that no
     fresh problem is one of the large PRM's."""
-    from prmkit.io import write_records
-    from prmkit.lab.domain import make_problems
-    from prmkit.lab.pools import generate_pool
 
-    sc = cfg.synthetic
-    fresh = generate_pool(cfg, seed, "train", problems=sc.problems, samples=max(sc.per_problem))
-    held = generate_pool(cfg, seed, "eval", problems=sc.eval_problems, samples=sc.eval_samples)
-    large = {p.problem for p in make_problems(cfg.family("train"), sc.large_problems, sc.large_seed, "train")}
-    shared = len({s.problem.problem for s in fresh} & large)
-    if shared:
-        raise ValueError(f"{shared} fresh training problems of seed {seed} are also the large PRM's")
-    write_records(out / "fresh.jsonl.gz", fresh)
-    write_records(out / "eval.jsonl.gz", held)
-    return {"fresh": len(fresh), "eval": len(held)}
+    reads = ("domain", "generator", "policy", "synthetic.problems", "synthetic.per_problem",
+             "synthetic.eval_problems", "synthetic.eval_samples", "synthetic.large_problems", "synthetic.large_seed")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        from prmkit.io import write_records
+        from prmkit.lab.domain import make_problems
+        from prmkit.lab.pools import generate_pool
+
+        cfg, sc, seed = self.cfg, self.cfg.synthetic, self.seed
+        fresh = generate_pool(cfg, seed, "train", problems=sc.problems, samples=max(sc.per_problem))
+        held = generate_pool(cfg, seed, "eval", problems=sc.eval_problems, samples=sc.eval_samples)
+        large = {p.problem for p in make_problems(cfg.family("train"), sc.large_problems, sc.large_seed, "train")}
+        shared = len({s.problem.problem for s in fresh} & large)
+        if shared:
+            raise ValueError(f"{shared} fresh training problems of seed {seed} are also the large PRM's")
+        write_records(out / "fresh.jsonl.gz", fresh)
+        write_records(out / "eval.jsonl.gz", held)
+        return {"fresh": len(fresh), "eval": len(held)}
 
 
-def job_label(out: Path, cfg, large_dir: str, data_dir: str, progress: bool, device: str = "auto") -> dict:
+@dataclass(frozen=True)
+class Label(Seeded):
     """Score the fresh and held-out pools with the large PRM (``prmkit score``); write the three labelled
     sets at every budget."""
-    from prmkit.device import torch_device
-    from prmkit.io import read_solutions, write_records
-    from prmkit.score import ScoreConfig, Scorer, score_file
 
-    init_worker()
-    sc = cfg.synthetic
-    model_dir = Path(large_dir) / "model"
-    scorer = Scorer(model_dir, device=torch_device(device))
-    score_cfg = ScoreConfig(batch_size=64, progress=progress, resume=False, device=device)
-    probs, sols = {}, {}
-    for pool in ("fresh", "eval"):
-        sols[pool] = list(read_solutions(Path(data_dir) / f"{pool}.jsonl.gz"))
-        score_file(model_dir, Path(data_dir) / f"{pool}.jsonl.gz", out / f"scored-{pool}.jsonl.gz",
-                   score_cfg, scorer)
-        probs[pool] = step_probabilities(out / f"scored-{pool}.jsonl.gz")
-    fresh = sols["fresh"]
-    teacher = probs["fresh"] if sc.teacher == "prm" else [oracle_probabilities(s) for s in fresh]
-    p_neg = {s.id: p[:, 1] for s, p in zip(fresh, teacher)}
-    for k in sc.per_problem:
-        chosen = first_k(fresh, k)
-        write_records(out / f"process-{k}.jsonl.gz", [process_record(s, p_neg[s.id], sc.threshold) for s in chosen])
-        write_records(out / f"outcome-{k}.jsonl.gz", [outcome_record(s, p_neg[s.id], sc.threshold) for s in chosen])
-        write_records(out / f"answer-{k}.jsonl.gz", [answer_record(s) for s in chosen])
-    stats = {"agreement": label_agreement(fresh, probs["fresh"], sc.threshold),
-             "by_threshold": {str(t): label_agreement(fresh, probs["fresh"], t) for t in SENSITIVITY},
-             "step_auroc_eval": step_auroc(sols["eval"], probs["eval"])}
-    (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
-    return stats
+    large: TrainScore = None
+    pools: Pools = None
+    reads = ("synthetic.teacher", "synthetic.threshold", "synthetic.per_problem")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        from prmkit.device import torch_device
+        from prmkit.io import read_solutions
+        from prmkit.score import ScoreConfig, Scorer, score_file
+
+        init_worker()
+        model_dir = Path(self.large.model_dir)
+        scorer = Scorer(model_dir, device=torch_device(self.device))
+        score_cfg = ScoreConfig(batch_size=64, progress=self.progress, resume=False, device=self.device)
+        probs, sols = {}, {}
+        for pool in ("fresh", "eval"):
+            data = self.pools.output(f"{pool}.jsonl.gz").path
+            sols[pool] = list(read_solutions(data))
+            score_file(model_dir, data, out / f"scored-{pool}.jsonl.gz", score_cfg, scorer)
+            probs[pool] = step_probabilities(out / f"scored-{pool}.jsonl.gz")
+        self.write_sets(out, sols["fresh"], probs["fresh"])
+        threshold = self.cfg.synthetic.threshold
+        stats = {"agreement": label_agreement(sols["fresh"], probs["fresh"], threshold),
+                 "by_threshold": {str(t): label_agreement(sols["fresh"], probs["fresh"], t) for t in SENSITIVITY},
+                 "step_auroc_eval": step_auroc(sols["eval"], probs["eval"])}
+        (out / "stats.json").write_text(json.dumps(stats, indent=2) + "\n")
+        return stats
+
+    def write_sets(self, out: Path, fresh: list, probs: list) -> None:
+        """The three labelled sets of every budget, from the teacher's P(negative) of each fresh solution."""
+        from prmkit.io import write_records
+
+        sc = self.cfg.synthetic
+        teacher = probs if sc.teacher == "prm" else [oracle_probabilities(s) for s in fresh]
+        p_neg = {s.id: p[:, 1] for s, p in zip(fresh, teacher)}
+        for k in sc.per_problem:
+            chosen = first_k(fresh, k)
+            write_records(out / f"process-{k}.jsonl.gz", [process_record(s, p_neg[s.id], sc.threshold) for s in chosen])
+            write_records(out / f"outcome-{k}.jsonl.gz", [outcome_record(s, p_neg[s.id], sc.threshold) for s in chosen])
+            write_records(out / f"answer-{k}.jsonl.gz", [answer_record(s) for s in chosen])
 
 
 # --- the pipeline ----------------------------------------------------------------------------------------
@@ -266,65 +290,33 @@ def study_configs(cfg):
     return with_rm_steps(cfg, sc.rm_steps), with_rm_steps(cfg, sc.large_steps)
 
 
-def run_study(cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True, command: str = "",
-              log=print, device: str = "auto") -> dict:
-    """Run the synthetic-supervision study for ``seeds`` into ``RUN_DIR/study-synthetic/``; return the summary."""
-    record = run_record()  # the code as it starts: a commit made while it runs is not its source
-    sc = cfg.synthetic
+def prepare(cfg, seeds: list[int]):
+    """The study's checks: rule-based pools, and a large PRM whose problems no run seed shares."""
     if cfg.policy != "rules":
         raise ValueError("the synthetic study samples its pools with the rule-based generator: run it with "
                          "policy=rules (the lm policy is for `prmkit lab run`, `lab study budget|active`)")
-    if sc.large_seed in seeds:
-        raise ValueError(f"synthetic.large_seed {sc.large_seed} is also a run seed: its problems would not be fresh")
-    init_worker()
-    root = study_dir(run_dir, "synthetic")
-    root.mkdir(parents=True, exist_ok=True)
-    small_cfg, large_cfg = study_configs(cfg)
-    runner = Runner(jobs=jobs, progress=progress, log=log)
-    inner = progress and jobs == 1
-    start = time.perf_counter()
-    try:
-        sd = {s: root / f"seed-{s}" for s in seeds}
-        large = root / "large"
-        large_key = key_of(cfg.domain, cfg.generator, cfg.labellers, sc.large_problems, sc.large_samples,
-                           sc.large_seed, VERSION)
-        pool_key = {s: key_of(cfg.domain, cfg.generator, sc.problems, max(sc.per_problem), sc.eval_problems,
-                              sc.eval_samples, sc.large_problems, sc.large_seed, s, VERSION) for s in seeds}
-        runner.stage("data", [(str(large / "data"), large_key, job_large_data, cfg, sc.large_seed)]
-                     + [(str(sd[s] / "data"), pool_key[s], job_pools, cfg, s) for s in seeds])
-        from prmkit.lab.base import base_key
+    if cfg.synthetic.large_seed in seeds:
+        raise ValueError(f"synthetic.large_seed {cfg.synthetic.large_seed} is also a run seed: its problems would "
+                         "not be fresh")
+    return cfg
 
-        bkey = base_key(cfg.base, cfg, device)
-        base_dir = runner.stage("base", [(str(root / "base"), bkey, job_base, cfg, progress, device)])[0]["path"]
-        ml = cfg.base.max_length
-        prm_key = key_of(large_key, bkey, large_cfg.rm, ml, VERSION, RM_VERSION)
-        runner.stage("large PRM", [(str(large / "prm"), prm_key, job_train_score, "prm",
-                                    str(large / "data" / "labelled.jsonl.gz"), large_cfg, sc.large_seed, base_dir, {},
-                                    inner, device)])
-        teacher = if_changed(sc.teacher, "prm")
-        label_key = {s: key_of(prm_key, pool_key[s], sc.threshold, sc.per_problem, *teacher, VERSION) for s in seeds}
-        runner.stage("label", [(str(sd[s] / "label"), label_key[s], job_label, cfg, str(large / "prm"),
-                                str(sd[s] / "data"), inner, device) for s in seeds])
-        rcalls = []
-        for k in sorted(sc.per_problem, reverse=True):  # the largest sets first: they finish last otherwise
-            for s in seeds:
-                for m in METHODS:
-                    key = key_of(label_key[s], m, k, small_cfg.rm, ml, VERSION)
-                    rcalls.append((str(sd[s] / f"rm-{m}-{k}"), key, job_train_score, KIND[m],
-                                   str(sd[s] / "label" / f"{m}-{k}.jsonl.gz"), small_cfg, s, base_dir,
-                                   {"eval": str(sd[s] / "data" / "eval.jsonl.gz")}, inner, device))
-        runner.stage("small RMs", rcalls)
-    finally:
-        runner.close()
-    summary = summarise(cfg, seeds, root)
-    summary["timings"] = runner.timings
-    summary.update(record)
-    summary["total_wall_seconds"] = round(time.perf_counter() - start, 1)
-    summary["command"] = command
-    write_outputs(root, cfg, summary, command)
-    write_json(root / "summary.json", summary)
-    log(f"synthetic study: {root / 'report.html'} ({summary['total_wall_seconds']:.0f} s)")
-    return summary
+
+def stages(cfg, ctx) -> list:
+    """Data (the large PRM's and each seed's), the base, the large PRM, its labels, the small reward models."""
+    sc = cfg.synthetic
+    small, large_cfg = study_configs(cfg)
+    large_data = LargeData(str(ctx.root / "large" / "data"), cfg, sc.large_seed)
+    pools = {s: Pools(str(ctx.seed_dir(s) / "data"), cfg, s) for s in ctx.seeds}
+    base = ctx.base(cfg)
+    prm = TrainScore(str(ctx.root / "large" / "prm"), "prm", large_data.output("labelled.jsonl.gz"), large_cfg.rm,
+                     sc.large_seed, base, {}, **ctx.how)
+    labels = {s: Label(str(ctx.seed_dir(s) / "label"), cfg, s, prm, pools[s], **ctx.how) for s in ctx.seeds}
+    rms = [TrainScore(str(ctx.seed_dir(s) / f"rm-{m}-{k}"), KIND[m], labels[s].output(f"{m}-{k}.jsonl.gz"), small.rm,
+                      s, base, {"eval": pools[s].output("eval.jsonl.gz")}, **ctx.how)
+           for k in sorted(sc.per_problem, reverse=True)  # the largest sets first: they finish last otherwise
+           for s in ctx.seeds for m in METHODS]
+    return [("data", [large_data, *pools.values()]), ("base", [base]), ("large PRM", [prm]),
+            ("label", list(labels.values())), ("small RMs", rms)]
 
 
 def summarise(cfg, seeds: list[int], root: Path) -> dict:
@@ -363,17 +355,15 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
                           "final_loss": large_stats.get("final_loss"), f"bon@{sc.n}": mean_ci(np.stack(large_acc)),
                           "step_auroc_eval": [per_seed[str(s)]["large_prm"]["step_auroc_eval"] for s in seeds]},
             "first_sample": mean_ci(np.stack(first)), "per_seed": per_seed,
-            "job_seconds": _job_seconds(root)}
+            "job_seconds": job_seconds(root)}
 
 
-def _job_seconds(root: Path) -> dict:
-    """Compute seconds of every job (from its ``done.json``), by folder relative to the study folder."""
-    return {str(p.parent.relative_to(root)): json.loads(p.read_text()).get("seconds")
-            for p in sorted(root.glob("**/done.json"))}
+STUDY = Study(NAME, stages, summarise, write_outputs, prepare)
 
 
 __all__ = [
     "METHODS",
+    "STUDY",
     "answer_record",
     "first_k",
     "flagged_step",
@@ -381,6 +371,5 @@ __all__ = [
     "ordering",
     "outcome_record",
     "process_record",
-    "run_study",
     "summarise",
 ]

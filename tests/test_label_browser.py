@@ -4,6 +4,8 @@
 2. Phase 1 with the keyboard: move between alternatives, rate, continue, write one's own step.
 3. Problem, step and answer texts carrying HTML, <script> and hostile LaTeX render inert: no script
    runs (no dialog, no window flag), no element is created from them, and they show as text.
+4. A plan of the lab's plans domain (steps that are judgements: which tasks go on which day) shows its
+   task list line by line and one day per step, and is labelled with the keyboard like any solution.
 
 Needs /usr/bin/chromium (or $PRMKIT_CHROMIUM), the playwright package and KaTeX (npm ci --prefix
 prmkit/label); `eval "$(bash scripts/services.sh)"` provides them. Skipped, with the reason, without.
@@ -44,13 +46,24 @@ HOSTILE = ('<script>window.__pwned=1;alert(1)</script><img src=x onerror="window
            '$\\unclosed{ and $x^2$')
 
 
+def a_plan() -> Solution:
+    """One sampled plan of the lab's quick plans preset, as the lab's pools hold it."""
+    from prmkit.lab.config import preset
+    from prmkit.lab.pools import generate_pool
+
+    return generate_pool(preset("quick", "plans"), seed=0, split="eval", problems=1, samples=1)[0]
+
+
+PLAN = a_plan()
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     url = f"sqlite:///{tmp_path_factory.mktemp('browser')}/b.db"
     db = open_database(url)
     with db.write() as s:
         token = auth.issue_token(s, auth.create_user(s, "root", "admin", password="pw-root"))
-        for name in ("alice", "bob", "eve"):
+        for name in ("alice", "bob", "eve", "carol"):
             auth.create_user(s, name, "labeller", password=f"pw-{name}")
         projects.create_project(s, "p2", phase=2, qc_every=0)
         projects.push(s, "p2", synthetic_candidates(2, n_steps=4), strategy="in_order")
@@ -60,6 +73,8 @@ def server(tmp_path_factory):
         hostile = Solution(Problem(HOSTILE, answer="42"), [Step([Completion(HOSTILE)]), Step([Completion("ok")])],
                            answer=HOSTILE)
         projects.push(s, "evil", [hostile])
+        projects.create_project(s, "plans", phase=2, qc_every=0)
+        projects.push(s, "plans", [PLAN], strategy="in_order")
     db.close()
     with ServerProcess(url, log=tmp_path_factory.getbasetemp() / "browser-server.log") as srv:
         yield srv, LabelClient(srv.url, token)
@@ -168,3 +183,22 @@ def test_hostile_text_renders_inert(server, page, csp):
     assert "<img src=x" in page.locator("#steps li").first.inner_text()
     assert "<script>" in page.locator("#guess").inner_text()
     assert page.locator("#problem .katex").count() >= 3  # the harmless mathematics still renders
+
+
+def test_a_plan_shows_its_tasks_and_one_day_per_step_and_is_labelled_by_keyboard(server, page):
+    srv, admin = server
+    keyboard_login(page, srv.url, "carol", "plans")
+    lines = page.locator("#problem").inner_text().splitlines()
+    for task in PLAN.problem.problem.splitlines():  # every task on its own line, as written
+        assert task in lines, (task, lines)
+    assert page.locator("#problem .katex").count() == 0  # a plan has no mathematics to typeset
+    first = page.locator("#steps li").first.inner_text()
+    assert PLAN.texts[0] in first and PLAN.texts[1] not in first  # one day per step
+    press_and_wait(page, "1", "#steps li", 2)  # day 1 fine
+    assert PLAN.texts[1] in page.locator("#steps li").nth(1).inner_text()
+    press_and_wait(page, "3", "#done")  # day 2 judged wrong: the task ends at the first error
+    assert "found_error" in page.locator("#done").inner_text() and not page.dialogs
+    [rec] = [r for r in admin.export("plans") if r.labeller == "carol"]
+    assert [st.completions[0].rating for st in rec.steps] == [1, -1] and rec.finish_reason == "found_error"
+    assert [st.completions[0].text for st in rec.steps] == PLAN.texts[:2]
+    assert rec.problem.problem == PLAN.problem.problem

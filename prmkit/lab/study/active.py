@@ -55,7 +55,7 @@ from prmkit.lab.study.core import (
     step_probabilities,
     with_rm_steps,
 )
-from prmkit.lab.study.protocol import Base, Seeded, Study
+from prmkit.lab.study.protocol import Base, Seeded, Study, sampler
 from prmkit.select import WRONG_GRADES, convincing_wrong_answer
 
 NAME = "active"
@@ -231,9 +231,7 @@ class Model(Seeded):
     wrong_grades: tuple | None = None
     reads = ("rm", "active.n", "active.wrong_share", "active.rm_steps", "active.rm_epochs")
 
-    @property
-    def version(self) -> list[int]:
-        return [VERSION, RM_VERSION]
+    version = (VERSION, RM_VERSION)
 
     def run(self, out: Path) -> dict:
         from prmkit.io import read_solutions, write_records
@@ -267,12 +265,11 @@ class Model(Seeded):
 # --- the study -------------------------------------------------------------------------------------
 
 def stages(cfg, ctx):
-    """The base, data, then the models generation by generation (each ranked by models of the one before)."""
+    """The base (first: under the ``lm`` policy it samples the pools), data, then the models generation by
+    generation (each ranked by models of the one before)."""
     base = ctx.base(cfg)
-    lm = cfg.policy != "rules"
-    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, base if lm else None, device=ctx.device) for s in ctx.seeds}
-    yield from ([("base", [base]), ("data", list(data.values()))] if lm else
-                [("data", list(data.values())), ("base", [base])])
+    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, sampler(cfg, base), device=ctx.device) for s in ctx.seeds}
+    yield from [("base", [base]), ("data", list(data.values()))]
     models = model_plans(cfg.active)
     made = {s: {} for s in ctx.seeds}
     for depth in range(max(m["depth"] for m in models) + 1):

@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.config import LabConfig
+from prmkit.lab.run import RM_VERSION
 from prmkit.lab.study.core import (
     bon_per_problem,
     grouped,
@@ -43,7 +44,7 @@ from prmkit.lab.study.core import (
     with_rm_steps,
     write_study_pages,
 )
-from prmkit.lab.study.protocol import Base, Seeded, Study
+from prmkit.lab.study.protocol import Base, Seeded, Study, sampler
 
 KINDS = ("prm", "orm")
 NAME = "budget"
@@ -160,11 +161,7 @@ class RewardModel(Seeded):
     data: Data = None
     reads = ("rm", "labelled")
 
-    @property
-    def version(self) -> int:
-        from prmkit.lab.run import RM_VERSION
-
-        return RM_VERSION
+    version = RM_VERSION
 
     def run(self, out: Path) -> dict:
         from prmkit.lab.run import job_rm
@@ -212,14 +209,12 @@ def seed_accuracy(cfg: LabConfig, seed_dir: Path, seed: int) -> dict[str, np.nda
 # --- the pipeline ------------------------------------------------------------------------------------------
 
 def stages(cfg: LabConfig, ctx):
-    """Data (after the base under the ``lm`` policy, which samples the pools), the base, then every reward model."""
+    """The base (first: under the ``lm`` policy it samples the pools), data, then every reward model."""
     base = ctx.base(cfg)
-    lm = cfg.policy != "rules"
-    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, base if lm else None, device=ctx.device) for s in ctx.seeds}
+    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, sampler(cfg, base), device=ctx.device) for s in ctx.seeds}
     rms = [RewardModel(str(ctx.seed_dir(s) / f"rm-{k}-{budget}"), cfg, s, k, budget, base, data[s], **ctx.how)
            for s in ctx.seeds for budget in cfg.budget.budgets[::-1] for k in KINDS]
-    return [("base", [base]), ("data", list(data.values())), ("rm", rms)] if lm else \
-        [("data", list(data.values())), ("base", [base]), ("rm", rms)]
+    return [("base", [base]), ("data", list(data.values())), ("rm", rms)]
 
 
 def summarise(cfg: LabConfig, seeds: list[int], root: Path) -> dict:

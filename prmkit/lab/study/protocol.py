@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
+from prmkit.lab.run import RM_VERSION, key_of
+
 UNKEYED = frozenset({"folder", "progress", "device", "cfg"})
 """Fields that say where and how a job runs, not what it computes (``cfg`` is keyed through ``reads``)."""
 
@@ -43,8 +45,6 @@ class Job:
 
     @property
     def key(self) -> str:
-        from prmkit.lab.run import key_of
-
         parts = {f.name: keyed(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name not in UNKEYED}
         if hasattr(self, "cfg"):
             if not self.reads:
@@ -150,11 +150,7 @@ class TrainScore(Job):
     base: Base = None
     pools: dict = dataclasses.field(default_factory=dict)
 
-    @property
-    def version(self) -> int:  # the lab's reward-model version: a change there recomputes every study's models
-        from prmkit.lab.run import RM_VERSION
-
-        return RM_VERSION
+    version = RM_VERSION  # the lab's reward-model version: a change there recomputes every study's models
 
     @property
     def model_dir(self) -> str:
@@ -191,6 +187,12 @@ class Context:
 
     def base(self, cfg, folder: str = "base") -> Base:
         return Base(str(self.root / folder), cfg, progress=self.progress, device=self.device)
+
+
+def sampler(cfg, base: Base) -> Base | None:
+    """What samples a study's pools: ``base`` under the ``lm`` policy (its pools are its samples, so they are
+    keyed by it), else nothing but the rule-based generator."""
+    return base if cfg.policy != "rules" else None
 
 
 Stages = list[tuple[str, list[Job]]]
@@ -262,5 +264,5 @@ def write_json(path: Path, value) -> None:
     tmp.replace(path)
 
 
-__all__ = ["Base", "Context", "Job", "Output", "Seeded", "Study", "TrainScore", "job_seconds", "keyed", "read", "run_study",
+__all__ = ["Base", "Context", "Job", "Output", "Seeded", "Study", "TrainScore", "job_seconds", "keyed", "read", "run_study", "sampler",
            "study_dir", "write_json"]

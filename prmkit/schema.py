@@ -23,6 +23,7 @@ Unknown keys are an error (they are usually typos); foreign data that has no fie
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -129,15 +130,78 @@ def _check_choice(value: Any, choices: tuple[str, ...], path: str) -> str | None
     return value
 
 
+@functools.cache
+def _names(cls: type) -> frozenset[str]:
+    """The field names of a record class (``dataclasses.fields`` is slow to ask once per record)."""
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _defaults(cls: type) -> tuple[tuple[str, Any, bool], ...]:
+    """``(name, default or default factory, whether a factory)`` of every field of a record class."""
+    return tuple((f.name, f.default_factory, True) if f.default_factory is not dataclasses.MISSING
+                 else (f.name, f.default, False) for f in dataclasses.fields(cls))
+
+
 def _compact(obj: Any) -> dict:
     """A dataclass as a dict without the fields that sit at their defaults."""
     out = {}
-    for f in dataclasses.fields(obj):
-        value = getattr(obj, f.name)
-        default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    for name, default, factory in _defaults(type(obj)):
+        value = getattr(obj, name)
+        if factory:
+            default = default()
         if value != default or (value is None and default is not None):
-            out[f.name] = value
+            out[name] = value
     return out
+
+
+# --- fast paths -----------------------------------------------------------------------------------
+# Reading is most of the cost of a large scored file: a step's completion is read once per step of every
+# record. The fast paths accept only what is plainly valid (exact JSON types, known keys, values in range)
+# and build the same objects as the full checks; anything else (an error among them) goes through the full
+# checks, which name the field. So they change no result and no message, only the time.
+
+def _plain_completion(d: Any) -> Completion | None:
+    """The completion ``d`` describes, when it is plainly valid; None to take the full checks."""
+    if type(d) is not dict or not _COMPLETION_KEYS.issuperset(d):
+        return None
+    text, rating, flagged = d.get("text"), d.get("rating"), d.get("flagged")
+    value, source, meta = d.get("value"), d.get("source"), d.get("meta")
+    if type(text) is not str or (rating is not None and (type(rating) is not int or rating not in RATINGS)):
+        return None
+    if (flagged is not None and type(flagged) is not bool) or (meta is not None and type(meta) is not dict):
+        return None
+    if source is not None and (type(source) is not str or source not in LABEL_SOURCES):
+        return None
+    if value is not None:
+        if type(value) not in (int, float) or not 0.0 <= value <= 1.0:
+            return None
+        value = float(value)
+    return Completion(text, rating, flagged, value, source, {} if meta is None else meta)
+
+
+def _plain_step(d: Any) -> Step | None:
+    """The step ``d`` describes, when it is plainly valid (no human completion among them); None to take the
+    full checks."""
+    if type(d) is not dict or not _STEP_KEYS.issuperset(d) or d.get("human") is not None:
+        return None
+    raw, scores, meta = d.get("completions"), d.get("scores"), d.get("meta")
+    if type(raw) is not list or (scores is not None and type(scores) is not dict):
+        return None
+    if meta is not None and type(meta) is not dict:
+        return None
+    completions = []
+    for c in raw:
+        completion = _plain_completion(c)
+        if completion is None:
+            return None
+        completions.append(completion)
+    chosen = d.get("chosen", 0)
+    if chosen is None or type(chosen) is not int or not 0 <= chosen < len(completions):
+        return None
+    if not completions[chosen].text.strip():
+        return None
+    return Step(completions, chosen, None, {} if scores is None else scores, {} if meta is None else meta)
 
 
 # --- the records ----------------------------------------------------------------------------------
@@ -163,8 +227,10 @@ class Completion:
 
     @classmethod
     def from_dict(cls, d: Any, path: str = "completion") -> Completion:
+        if (plain := _plain_completion(d)) is not None:
+            return plain
         d = _as_object(d, path)
-        _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
+        _no_unknown(d, _names(cls), path)
         return cls(
             text=_req(d, "text", (str,), path),
             rating=check_rating(d.get("rating"), _join(path, "rating")),
@@ -226,11 +292,13 @@ class Step:
 
     @classmethod
     def from_dict(cls, d: Any, path: str = "step") -> Step:
+        if (plain := _plain_step(d)) is not None:
+            return plain
         d = _as_object(d, path)
-        _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
+        _no_unknown(d, _names(cls), path)
         raw = _req(d, "completions", (list,), path)
         completions = [Completion.from_dict(c, _join(_join(path, "completions"), i)) for i, c in enumerate(raw)]
-        chosen = d["chosen"] if "chosen" in d else 0
+        chosen = d.get("chosen", 0)
         if chosen is not None:
             check_type(chosen, (int,), _join(path, "chosen"))
             if not 0 <= chosen < len(completions):
@@ -243,6 +311,10 @@ class Step:
             raise SchemaError(_join(path, "completions"), "empty step text")
         return step
 
+
+
+_COMPLETION_KEYS = _names(Completion)
+_STEP_KEYS = _names(Step)
 
 @dataclass
 class Problem:
@@ -263,7 +335,7 @@ class Problem:
     @classmethod
     def from_dict(cls, d: Any, path: str = "problem") -> Problem:
         d = _as_object(d, path)
-        _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
+        _no_unknown(d, _names(cls), path)
         return cls(
             problem=_req(d, "problem", (str,), path),
             answer=_opt(d, "answer", (str,), path),
@@ -311,7 +383,7 @@ class Prelabel:
     @classmethod
     def from_dict(cls, d: Any, path: str = "prelabel") -> Prelabel:
         d = _as_object(d, path)
-        _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
+        _no_unknown(d, _names(cls), path)
         steps = _opt(d, "steps", (list,), path)
         for i, s in enumerate(steps or []):
             check_type(s, (str,), _join(_join(path, "steps"), i))
@@ -394,11 +466,11 @@ class Solution:
     @classmethod
     def from_dict(cls, d: Any, path: str = "") -> Solution:
         d = _as_object(d, path or "record")
-        _no_unknown(d, [f.name for f in dataclasses.fields(cls)], path)
+        _no_unknown(d, _names(cls), path)
         steps = _opt(d, "steps", (list,), path, [])
         return cls(
             problem=Problem.from_dict(_req(d, "problem", (dict,), path), _join(path, "problem")),
-            steps=[Step.from_dict(s, _join(_join(path, "steps"), i)) for i, s in enumerate(steps)],
+            steps=[_plain_step(s) or Step.from_dict(s, _join(_join(path, "steps"), i)) for i, s in enumerate(steps)],
             id=_opt(d, "id", (str,), path),
             answer=_opt(d, "answer", (str,), path),
             grade=_check_choice(d.get("grade"), GRADES, _join(path, "grade")),

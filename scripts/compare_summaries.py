@@ -48,16 +48,45 @@ def differences(a, b, path: str = "") -> list[str]:
     return [] if a == b or both_nan else [f"{path}: {a!r} != {b!r}"]
 
 
+def count_fields(value) -> int:
+    """How many values ``value`` holds without its provenance (what :func:`differences` compares)."""
+    value = numbers(value)
+    if isinstance(value, dict):
+        return sum(count_fields(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(count_fields(v) for v in value)
+    return 1
+
+
+RUN_FIELDS = ("command", "commit", "workers", "threads", "timings", "total_wall_seconds")
+"""What a comparison record keeps of each run: how it was made and how long each stage took."""
+
+
+def record(before: dict, after: dict, what: str) -> dict:
+    """Both runs' commands, commits and wall times, and whether every number they found is the same."""
+    found = differences(before, after)
+    return {"what": what, "identical_numbers": not found, "fields_compared": count_fields(before),
+            "differences": found, "runs": [{k: run.get(k) for k in RUN_FIELDS} for run in (before, after)]}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before")
     parser.add_argument("after")
+    parser.add_argument("--record", help="also write both runs' wall times and the verdict to this JSON file "
+                                         "(what docs/ tables are generated from)")
+    parser.add_argument("--what", default="", help="what the two runs differ in (kept in the record)")
     args = parser.parse_args(argv)
     with open(args.before) as f, open(args.after) as g:
-        found = differences(json.load(f), json.load(g))
+        before, after = json.load(f), json.load(g)
+    found = differences(before, after)
     for line in found:
         print(line)
     print(f"{args.after}: {'identical numbers' if not found else f'{len(found)} fields differ'}")
+    if args.record:
+        with open(args.record, "w") as f:
+            json.dump(record(before, after, args.what), f, indent=1)
+            f.write("\n")
     return 1 if found else 0
 
 

@@ -112,3 +112,53 @@ def test_atomic_output_never_leaves_half_a_file(tmp_path):
     assert out.stat().st_mode & 0o044  # readable by others, as any file the user writes
     with pytest.raises(ValueError, match="same file"):
         write_records(out, [], inputs=[out])
+
+
+# --- the fast paths: plainly valid records read without the full checks, with the same result --------------
+
+_ODD = st.one_of(st.none(), st.booleans(), st.integers(-2, 3), st.floats(allow_nan=True), st.text(max_size=3),
+                 st.just([]), st.just({}))
+_COMPLETION = st.fixed_dictionaries({}, optional={
+    "text": st.one_of(st.sampled_from(["A + 1 : 2 + 1 = 3", " ", ""]), _ODD),
+    "rating": st.one_of(st.sampled_from([-1, 0, 1]), _ODD), "flagged": _ODD,
+    "value": st.one_of(st.floats(0, 1), _ODD), "source": st.one_of(st.sampled_from(["oracle", "human", "x"]), _ODD),
+    "meta": _ODD, "typo": _ODD})
+_STEP = st.fixed_dictionaries({}, optional={
+    "completions": st.one_of(st.lists(_COMPLETION, max_size=3), _ODD), "chosen": _ODD, "human": st.one_of(_COMPLETION, _ODD),
+    "scores": st.one_of(st.just({"p_pos": 0.5}), _ODD), "meta": _ODD, "typo": _ODD})
+
+
+def _full(cls, d):
+    """What the full checks make of ``d``: the object, or the error's text."""
+    from unittest import mock
+
+    import prmkit.schema as schema
+
+    with mock.patch.object(schema, "_plain_completion", lambda d: None), mock.patch.object(schema, "_plain_step", lambda d: None):
+        try:
+            return cls.from_dict(d)
+        except SchemaError as e:
+            return str(e)
+
+
+def _fast(cls, d):
+    try:
+        return cls.from_dict(d)
+    except SchemaError as e:
+        return str(e)
+
+
+@given(_COMPLETION)
+def test_a_completion_read_by_the_fast_path_is_what_the_full_checks_make(d):
+    assert _fast(Completion, d) == _full(Completion, d)
+
+
+@given(_STEP)
+def test_a_step_read_by_the_fast_path_is_what_the_full_checks_make(d):
+    assert _fast(Step, d) == _full(Step, d)
+
+
+@given(st.lists(_STEP, max_size=3))
+def test_a_solution_s_steps_read_by_the_fast_path_are_what_the_full_checks_make(steps):
+    d = {"problem": {"problem": "Start at 2."}, "steps": steps}
+    assert _fast(Solution, d) == _full(Solution, d)

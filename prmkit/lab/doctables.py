@@ -93,6 +93,27 @@ def wall_table(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def wall_compare_table(record: dict) -> str:
+    """Two runs of the same settings side by side (``scripts/compare_summaries.py --record``): wall and compute
+    seconds per stage, before and after, and whether every number they found is the same."""
+    before, after = record["runs"]
+    stages = list(dict.fromkeys([*before["timings"], *after["timings"]]))
+
+    def cells(run: dict, stage: str) -> list[str]:
+        t = run["timings"].get(stage)
+        if t is None:
+            return ["-", "-"]
+        return [f"{t['wall_seconds']:.1f}", f"{t['job_seconds']:.1f}" if "job_seconds" in t else "-"]
+
+    rows = [[stage, *cells(before, stage), *cells(after, stage)] for stage in stages]
+    rows.append(["**total**", f"**{before['total_wall_seconds']:.1f}**", "", f"**{after['total_wall_seconds']:.1f}**", ""])
+    verdict = ("every number identical" if record["identical_numbers"]
+               else f"{len(record['differences'])} numbers differ")
+    head = [f"commit {before['commit'][:7]}: wall s", "compute s", f"commit {after['commit'][:7]}: wall s", "compute s"]
+    return markdown(["stage", *head], rows) + (f"\n\nThe two summaries, every field but wall times and provenance "
+                                              f"({record['fields_compared']:,} values): {verdict}.")
+
+
 def sweep_table(summary: dict) -> str:
     """The label-budget sweep: best-of-N at the largest N per seed and budget (percent)."""
     seeds = [str(x) for x in summary["seeds"]]
@@ -263,6 +284,7 @@ TABLES = {
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
     "lab-targets": targets_table,
     "lab-wall": wall_table,
+    "lab-wall-compare": wall_compare_table,
     "lab-sweep": sweep_table,
     "lab-stats-eval": lambda s: stats_block(s, "eval"),
     "lab-stats": stats_table,

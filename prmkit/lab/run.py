@@ -4,11 +4,11 @@ Every model is trained by the product's loop (:func:`prmkit.train.loop.train`: t
 prediction, the reward models on labels and grades) and every pool is scored by :func:`prmkit.score.score_file`;
 the scored pools are prmkit JSONL that ``prmkit eval bon`` reads, giving the report's numbers.
 
-Every stage is a set of *jobs*; a job writes its outputs into ``RUN_DIR/seed-S/<job>/`` through a
+A run is a graph of *jobs* (:class:`Node`); a job writes its outputs into ``RUN_DIR/seed-S/<job>/`` through a
 temporary folder renamed into place, with a ``done.json`` holding the *key* (a hash of everything its
-output depends on) and its compute time. A rerun skips every job whose ``done.json`` carries the same
-key, so an interrupted run resumes where it stopped and a finished run is re-reported in seconds;
-change a setting and exactly the jobs that depend on it run again.
+output depends on, the keys of the jobs it reads among them) and its compute time. A rerun skips every job
+whose ``done.json`` carries the same key, so an interrupted run resumes where it stopped and a finished run
+is re-reported in seconds; change a setting and exactly the jobs that depend on it run again.
 
 ===========  =====================================================  ===================================
 stage        jobs (per seed unless said)                            outputs
@@ -16,18 +16,24 @@ stage        jobs (per seed unless said)                            outputs
 data         generate eval, train, ood pools; label train           ``data/*.jsonl.gz``, ``stats.json``
 base         pretrain the base model once for all seeds (cached     ``$PRMKIT_CACHE/lab-base/<key>/``,
              in the cache folder by config hash)                    ``RUN_DIR/base.json``
-rm           ``prmkit train`` PRM and ORM (per label budget) with   ``rm-<kind>-<budget>/model/``
-             the base's surprise as features
-score        per pool: the base's label-free scores and every       ``score-<pool>/<pool>.jsonl.gz``
-             model's (``prmkit score``), one file
-
+rm           ``prmkit train`` PRM and ORM (per label budget) with   ``restarts/<model>-r<i>/``,
+             the base's surprise as features: each restart a job,   ``rm-<kind>-<budget>/model/``
+             then the choice among them
+rm-paper     the paper's arms: the set chosen by the equal-data     ``select-prm_paper-<budget>/``,
+             PRM, then restarts and choice as above                 ``rm-<arm>-<budget>/model/``
+score        per pool: the base's label-free scores (and its        ``scores/``,
+             surprise, kept), one job per reward model              ``score-<pool>/<pool>.jsonl.gz``
+             (``prmkit score``), then one merged file
 evaluate     best-of-N, votes, pass@N with CIs; step AUROC          ``evaluate/*.json``
 report       every seed: figures, tables, config, wall times       ``RUN_DIR/report.html``
 ===========  =====================================================  ===================================
 
-Heavy jobs run in ``jobs`` worker processes (one torch thread each: two threads fight on a shared
-2-core machine); the main process shows one progress bar per stage. With ``device`` CUDA, the same
-jobs run one at a time on the GPU.
+Jobs run in ``jobs`` worker processes (one torch thread each: two threads fight on a shared 2-core
+machine), each as soon as the jobs it reads are done (:meth:`Runner.graph`), so no worker waits at a stage's
+end while another finishes the stage's longest job; the main process shows one progress bar. A job's
+numbers do not depend on which worker ran it or when: a restart trained alone is the run it would be
+among the others (:func:`prmkit.train.restarts.train_restart`), and the surprise a scoring job reads is the
+one the label-free job computed. With ``device`` CUDA, the same jobs run one at a time on the GPU.
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prmkit.lab.arms import PAPER, WRONG_SHARE, count_of, recipe_for
-from prmkit.lab.config import LabConfig
+from prmkit.lab.arms import PAPER, WRONG_SHARE, count_of, kind_of, recipe_for
+from prmkit.lab.config import RM_BASE, LabConfig, lab_format
 from prmkit.lab.stack import run_record
 
 POOLS = ("eval", "ood")
@@ -118,6 +124,25 @@ def init_pool_worker(threads: int = 1) -> None:
     init_worker(threads)
 
 
+@dataclass(frozen=True)
+class Node:
+    """A job of a run's graph (:meth:`Runner.graph`): ``call`` is ``(folder, key, fn, *args)`` as
+    :func:`run_job` takes it, ``stage`` the stage its wall time counts towards, ``after`` the folders of the
+    jobs whose outputs it reads (it starts once they are done)."""
+
+    call: tuple
+    stage: str
+    after: tuple[str, ...] = ()
+
+    @property
+    def folder(self) -> str:
+        return self.call[0]
+
+    @property
+    def key(self) -> str:
+        return self.call[1]
+
+
 @dataclass
 class Runner:
     """Runs a stage's jobs (in ``jobs`` processes) and keeps the wall time of every stage."""
@@ -138,12 +163,7 @@ class Runner:
         bar = tqdm(total=len(calls), initial=len(calls) - len(todo), desc=f"stage {name}", unit="job",
                    disable=not self.progress, file=sys.stderr)
         if self.jobs > 1 and len(todo) > 1:
-            if self._pool is None:
-                import multiprocessing
-
-                self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
-                                                 initializer=init_pool_worker, initargs=(self.threads,))
-            futures = [self._pool.submit(run_job, *c) for c in todo]
+            futures = [self._executor().submit(run_job, *c) for c in todo]
             for f in futures:
                 f.result()
                 bar.update(1)
@@ -159,6 +179,71 @@ class Runner:
         self.log(f"stage {name}: {len(todo)} of {len(calls)} jobs run, {wall:.1f} s"
                  + ("" if todo else " (all cached)"))
         return out
+
+    def graph(self, nodes: list[Node]) -> dict[str, dict]:
+        """Run ``nodes``, each as soon as the jobs it reads are done, ``jobs`` at a time; of those ready, the
+        first in list order first (so a list that puts the longest chain first keeps every worker busy).
+        Returns every node's ``done.json`` by folder. Stages overlap: a stage's wall time runs from its first
+        job's start to its last job's end."""
+        from concurrent.futures import FIRST_COMPLETED, wait
+
+        from tqdm.auto import tqdm
+
+        order = {n.folder: i for i, n in enumerate(nodes)}
+        for n in nodes:
+            if missing := [a for a in n.after if a not in order]:
+                raise ValueError(f"{n.folder} reads {missing}, which no job of this run writes")
+        spans = {n.stage: {"jobs": 0, "ran": 0} for n in nodes}
+        pending, running, done = list(nodes), {}, {}
+        bar = tqdm(total=len(nodes), desc="lab run", unit="job", disable=not self.progress, file=sys.stderr)
+
+        def finish(node: Node, info: dict, start: float) -> None:
+            done[node.folder] = info
+            span = spans[node.stage]
+            span["jobs"] += 1
+            span["ran"] += not info.get("cached")
+            span["job_seconds"] = span.get("job_seconds", 0.0) + info.get("seconds", 0)
+            span["start"] = min(span.get("start", start), start)
+            span["end"] = max(span.get("end", start), time.perf_counter())
+            bar.update(1)
+
+        while pending or running:
+            ready = [n for n in pending if all(a in done for a in n.after)]
+            if not ready and not running:
+                raise ValueError(f"these jobs wait on one another: {[n.folder for n in pending]}")
+            for node in ready:
+                if is_done(Path(node.folder), node.key):
+                    pending.remove(node)
+                    finish(node, run_job(*node.call), time.perf_counter())
+                elif len(running) < max(self.jobs, 1) and self.jobs > 1:
+                    pending.remove(node)
+                    running[self._executor().submit(run_job, *node.call)] = (node, time.perf_counter())
+                elif not running:
+                    pending.remove(node)
+                    start = time.perf_counter()
+                    finish(node, run_job(*node.call), start)
+                    break  # what it finished may make an earlier node of the list ready
+            if running:
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    node, start = running.pop(future)
+                    finish(node, future.result(), start)
+        bar.close()
+        for name, span in spans.items():
+            wall = span.pop("end", 0.0) - span.pop("start", 0.0)
+            self.timings[name] = {"wall_seconds": round(wall, 1), "jobs": span["jobs"], "ran": span["ran"],
+                                  "job_seconds": round(span.get("job_seconds", 0.0), 1)}
+            self.log(f"stage {name}: {span['ran']} of {span['jobs']} jobs run, {wall:.1f} s from its first start "
+                     "to its last end" + ("" if span["ran"] else " (all cached)"))
+        return done
+
+    def _executor(self):
+        if self._pool is None:
+            import multiprocessing
+
+            self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
+                                             initializer=init_pool_worker, initargs=(self.threads,))
+        return self._pool
 
     def close(self) -> None:
         if self._pool is not None:
@@ -203,41 +288,85 @@ def job_base(out: Path, cfg: LabConfig, progress: bool, device: str = "auto") ->
 
 
 def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-           progress: bool, pools: tuple[str, ...] = (), device: str = "auto", selector: str = "") -> dict:
+           progress: bool, pools: tuple[str, ...] = (), device: str = "auto", selector: str = "",
+           select_dir: str = "", restart_dirs: tuple[str, ...] = ()) -> dict:
     """Train reward model ``name`` (``prm``, ``orm`` or a paper arm: :mod:`prmkit.lab.arms`) on its data at
     ``budget`` labels into ``out/model``, validated on the seed's shared validation split (never trained
     on); score ``pools`` with it when asked (the lab run scores in its own stage, the budget study here).
-    The paper's PRM first has its set chosen by ``selector`` (a model folder) and labelled, in ``out/select``."""
-    import dataclasses
-
-    from prmkit.io import write_records
-    from prmkit.lab.arms import (
-        count_of,
-        held_problems,
-        kind_of,
-        select_convincing,
-        training_set,
-        validation_set,
-    )
+    The paper's PRM first has its set chosen by ``selector`` (a model folder) and labelled, in ``out/select``,
+    or takes the set a :func:`job_select` folder ``select_dir`` holds. ``restart_dirs``: the
+    :func:`job_restart` folders of its restarts, already trained (the lab run trains them in parallel); this job
+    then only chooses among them."""
     from prmkit.lab.rm import train_and_score
 
     init_worker()
-    kind, rm, chosen = kind_of(name), recipe_for(cfg.rm, count_of(name, budget, cfg)), {}
-    if name == PAPER["prm"]:
+    chosen = {}
+    if select_dir:
+        shutil.copytree(select_dir, out / "select", dirs_exist_ok=True, ignore=shutil.ignore_patterns("done.json"))
+        chosen = json.loads((out / "select" / "selection.json").read_text())
+    elif name == PAPER["prm"]:
         (out / "select").mkdir(exist_ok=True)
-        chosen = select_convincing(out / "select", cfg, seed, data_dir, selector, device)
-        (out / "select" / "selection.json").write_text(json.dumps(chosen, indent=2) + "\n")
+        chosen = job_select(out / "select", cfg, seed, data_dir, selector, device)["selection"]
+    rm = arm_data(out, name, budget, cfg, seed, data_dir, out / "select")
+    for r, folder in enumerate(restart_dirs):
+        shutil.copytree(Path(folder) / "run", out / "model" / "restarts" / f"r{r}", dirs_exist_ok=True)
+    targets = {p: str(Path(data_dir) / f"{p}.jsonl.gz") for p in pools}
+    info = train_and_score(out, kind_of(name), out / "train.jsonl.gz", rm, seed, base_dir, targets,
+                           score_name(name, budget, cfg), progress, device)
+    if restart_dirs:  # the restarts' own training time, not just the choice's
+        info["train_seconds"] = round(info["train_seconds"] + sum(done_seconds(d) for d in restart_dirs), 1)
+    return {**info, "budget": budget, **({"selection": chosen} if chosen else {})}
+
+
+def arm_data(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, data_dir: str, select_dir: Path):
+    """Write arm ``name``'s training set (and the seed's validation split, when its recipe reads held-out
+    labels) into ``out``; its recipe, pointed at that split."""
+    from prmkit.io import write_records
+    from prmkit.lab.arms import held_problems, kind_of, training_set, validation_set
+
+    rm = recipe_for(cfg.rm, count_of(name, budget, cfg))
     # a recipe that reads held-out labels gets the seed's shared validation split; one that does not (the
     # studies': their design counts every label) trains on all
     held = held_problems(data_dir, seed) if uses_validation(rm) else set()
-    write_records(out / "train.jsonl.gz", training_set(name, count_of(name, budget, cfg), data_dir, out / "select", held))
+    write_records(out / "train.jsonl.gz", training_set(name, count_of(name, budget, cfg), data_dir, select_dir, held))
     if held:
-        write_records(out / "valid.jsonl.gz", validation_set(kind, budget, data_dir, held))
+        write_records(out / "valid.jsonl.gz", validation_set(kind_of(name), budget, data_dir, held))
         rm = dataclasses.replace(rm, eval_data=str(out / "valid.jsonl.gz"))
-    targets = {p: str(Path(data_dir) / f"{p}.jsonl.gz") for p in pools}
-    info = train_and_score(out, kind, out / "train.jsonl.gz", rm, seed, base_dir, targets,
-                           score_name(name, budget, cfg), progress, device)
-    return {**info, "budget": budget, **({"selection": chosen} if chosen else {})}
+    return rm
+
+
+def job_restart(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
+                restart: int, select_dir: str = "", device: str = "auto") -> dict:
+    """Restart ``restart`` of reward model ``name`` alone, into ``out/run`` (:func:`prmkit.train.restarts.train_restart`:
+    the same run as the ``restart``-th of :func:`job_rm`'s, so restarts may train in parallel and
+    :func:`job_rm` choose among them)."""
+    from prmkit.lab.arms import kind_of
+    from prmkit.lab.rm import job_config
+    from prmkit.train.loop import train_once
+    from prmkit.train.restarts import train_restart
+
+    init_worker()
+    rm = arm_data(out, name, budget, cfg, seed, data_dir, Path(select_dir) if select_dir else out)
+    run_cfg = job_config(rm, kind_of(name), str(out / "train.jsonl.gz"), str(out / "model"), base_dir, seed, False,
+                         device)
+    metrics = train_restart(run_cfg, restart, train_once, str(out / "run"))
+    return {"metrics": metrics}
+
+
+def job_select(out: Path, cfg: LabConfig, seed: int, data_dir: str, selector: str, device: str = "auto") -> dict:
+    """The paper PRM's set, chosen by ``selector`` (a model folder) and labelled, into ``out``
+    (:func:`prmkit.lab.arms.select_convincing`), with what was chosen in ``out/selection.json``."""
+    from prmkit.lab.arms import select_convincing
+
+    init_worker()
+    chosen = select_convincing(out, cfg, seed, data_dir, selector, device)
+    (out / "selection.json").write_text(json.dumps(chosen, indent=2) + "\n")
+    return {"selection": chosen}
+
+
+def done_seconds(folder: str | Path) -> float:
+    """The compute time a finished job folder recorded (its ``done.json``)."""
+    return float(json.loads((Path(folder) / "done.json").read_text()).get("seconds", 0.0))
 
 
 def uses_validation(rm) -> bool:
@@ -259,39 +388,55 @@ def solution_score_name(name: str, budget: int, cfg: LabConfig) -> str:
     return f"{column}_min" if name.startswith("prm") else column
 
 
-def job_score(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_file: str, models: dict[str, str],
-              progress: bool, device: str = "auto") -> dict:
-    """One pool scored by the base model (label-free) and by every reward model (``prmkit score``, one
-    :class:`~prmkit.score.Scorer` each), all in ``out/<pool>.jsonl.gz``. ``models``: score name -> model folder.
-
-    When the reward models read the base's own surprise (``rm.features: surprise:base``, the recipe),
-    they and the label-free scores share one feature source, so each solution's is computed once."""
+def job_label_free(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_file: str, device: str = "auto") -> dict:
+    """A pool with the base model's label-free scores (``out/<pool>.jsonl.gz``). When the reward models read
+    the base's own surprise (``rm.features: surprise:base``, the recipe), the surprise computed on the way is
+    kept in ``out/surprise.npz`` for every model's :func:`job_score_model`, so each solution's is computed once."""
     from prmkit.device import torch_device
-    from prmkit.lab.config import RM_BASE, lab_format
     from prmkit.lab.likelihood import write_label_free
-    from prmkit.lab.scoring import merge_scored
+    from prmkit.model.features import SurpriseSource
+
+    init_worker()
+    source = SurpriseSource(base_dir, torch_device(device), keep=True)
+    n = write_label_free(out / f"{pool}.jsonl.gz", pool_file, base_dir, lab_format(cfg.base.max_length),
+                         torch_device(device), source)
+    if shares_surprise(cfg):
+        source.save(out / "surprise.npz")
+    return {"solutions": n}
+
+
+def shares_surprise(cfg: LabConfig) -> bool:
+    """Whether the reward models read the base model's surprise (the label-free scores' own numbers)."""
+    return cfg.rm.features == f"surprise:{RM_BASE}"
+
+
+def job_score_model(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_file: str, label_free_dir: str,
+                    name: str, model: str, device: str = "auto") -> dict:
+    """One pool scored by one reward model (``prmkit score``) into ``out/<pool>.jsonl.gz`` under score name
+    ``name``, reading the base's surprise from :func:`job_label_free`'s folder where the model shares it."""
+    from prmkit.device import torch_device
     from prmkit.model.features import SurpriseSource
     from prmkit.score import ScoreConfig, Scorer, score_file
 
     init_worker()
-    on = torch_device(device)
-    shared = cfg.rm.features == f"surprise:{RM_BASE}"
-    source = SurpriseSource(base_dir, on, keep=shared)
-    base_file = out / f".{pool}-label-free.jsonl.gz"
-    write_label_free(base_file, pool_file, base_dir, lab_format(cfg.base.max_length), on, source)
-    scored, seconds = [], {}
-    for name, model in sorted(models.items()):
-        start = time.perf_counter()
-        path = out / f".{pool}-{name}.jsonl.gz"
-        scorer = Scorer(model, device=on, features=source if shared else None)
-        score_file(model, pool_file, path, ScoreConfig(name=name, batch_size=64, progress=progress, resume=False,
-                                                       device=device), scorer)
-        scored.append(path)
-        seconds[name] = round(time.perf_counter() - start, 1)
-    n = merge_scored(out / f"{pool}.jsonl.gz", base_file, scored)
-    for path in [base_file, *scored]:
-        path.unlink()
-    return {"solutions": n, "models": sorted(models), "score_seconds": seconds}
+    on, source = torch_device(device), None
+    if shares_surprise(cfg):
+        source = SurpriseSource(base_dir, on, keep=True)
+        source.load(Path(label_free_dir) / "surprise.npz")
+    scorer = Scorer(model, device=on, features=source)
+    info = score_file(model, pool_file, out / f"{pool}.jsonl.gz",
+                      ScoreConfig(name=name, batch_size=64, progress=False, resume=False, device=device), scorer)
+    return {"solutions": info["scored"], "model": model}
+
+
+def job_merge(out: Path, pool: str, label_free_dir: str, scored: dict[str, str]) -> dict:
+    """The pool's label-free records with every model's scores (``scored``: score name -> its
+    :func:`job_score_model` folder), in ``out/<pool>.jsonl.gz``: the file the evaluation reads."""
+    from prmkit.lab.scoring import merge_scored
+
+    files = [Path(scored[name]) / f"{pool}.jsonl.gz" for name in sorted(scored)]
+    n = merge_scored(out / f"{pool}.jsonl.gz", Path(label_free_dir) / f"{pool}.jsonl.gz", files)
+    return {"solutions": n, "models": sorted(scored)}
 
 
 def job_evaluate(out: Path, cfg: LabConfig, scored: dict[str, str], seed: int) -> dict:
@@ -318,24 +463,6 @@ def budgets(cfg: LabConfig) -> list[int]:
     return sorted({*cfg.label_budgets, cfg.labelled})
 
 
-def rm_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str, inner: bool, device: str,
-             names: list[tuple[str, int]], selector: dict | None = None):
-    """Jobs training the reward models ``names`` (``(name, budget)``) of every seed, and their folders by seed,
-    then ``(name, budget)``; ``selector``: the seed's selector model folder, for the paper's PRM."""
-    calls, dirs = [], {s: {} for s in sd}
-    for s, seed_dir in sd.items():
-        for name, budget in names:
-            folder = seed_dir / f"rm-{name}-{budget}"
-            dirs[s][(name, budget)] = folder
-            chooser = str(selector[s]) if selector and name == PAPER["prm"] else ""
-            count = count_of(name, budget, cfg)
-            key = key_of(data_key[s], bkey, recipe_for(cfg.rm, count), name, budget, cfg.labelled, RM_VERSION, count,
-                         [done_key(Path(chooser).parent), WRONG_SHARE, cfg.labellers] if chooser else [])
-            calls.append((str(folder), key, job_rm, name, budget, cfg, s, base_dir, str(seed_dir / "data"), inner,
-                          (), device, chooser))
-    return calls, dirs
-
-
 def rm_names(cfg: LabConfig) -> tuple[list, list]:
     """The reward models of a run: the equal-data pair at every budget, then (a stage of their own: the paper's
     PRM is chosen by the equal-data PRM) the paper's arms, the longer ORM first so that two workers share it."""
@@ -345,21 +472,122 @@ def rm_names(cfg: LabConfig) -> tuple[list, list]:
     return equal, [(PAPER["orm"], cfg.labelled), (PAPER["prm"], cfg.labelled)]
 
 
-def score_calls(cfg: LabConfig, sd: dict, data_key: dict, bkey: str, base_dir: str, rm_dirs: dict, inner: bool,
-                device: str):
-    """The score stage's jobs (every seed and pool) and the scored file of each, by seed, then pool."""
-    calls, scored = [], {s: {} for s in sd}
-    for s, seed_dir in sd.items():
+@dataclass
+class SeedGraph:
+    """The jobs of one seed (:class:`Node`), built in the order :meth:`Runner.graph` should start them: the
+    longest chain first (the equal-data PRM, which chooses the paper PRM's set, then that set and that PRM),
+    then the rest. Every key is derived from the keys of the jobs a job reads, as :func:`run_job` records
+    them, so the keys are known before anything runs."""
+
+    cfg: LabConfig
+    seed: int
+    run_dir: Path
+    bkey: str
+    base_dir: str
+    base_folder: str
+    inner: bool = False
+    device: str = "auto"
+    nodes: list = field(default_factory=list)
+    models: dict = field(default_factory=dict)
+    """``(name, budget)`` -> ``(folder, key)`` of each reward model."""
+
+    def __post_init__(self):
+        self.folder = self.run_dir / f"seed-{self.seed}"
+        self.data_dir = str(self.folder / "data")
+        self.data_key = data_key_of(self.cfg, self.seed, self.bkey)
+        self.needs = (self.data_dir, self.base_folder)
+
+    def data(self) -> Node:
+        return Node((self.data_dir, self.data_key, job_data, self.cfg, self.seed, self.device), "data")
+
+    def reward_models(self) -> None:
+        """Every reward model, the selector first; restarts as jobs of their own (they run in parallel)."""
+        first, after = rm_names(self.cfg)
+        selector = ("prm", self.cfg.labelled)
+        paper_prm = [m for m in after if m[0] == PAPER["prm"]]
+        for name, budget in [selector, *paper_prm, *[m for m in after if m not in paper_prm],
+                             *[m for m in first if m != selector]]:
+            stage = "rm-paper" if (name, budget) in after else "rm"
+            self.reward_model(name, budget, stage, self.models[selector] if (name, budget) in paper_prm else None)
+
+    def reward_model(self, name: str, budget: int, stage: str, selector: tuple[str, str] | None) -> None:
+        cfg, folder = self.cfg, str(self.folder / f"rm-{name}-{budget}")
+        count = count_of(name, budget, cfg)
+        recipe = recipe_for(cfg.rm, count)
+        key = key_of(self.data_key, self.bkey, recipe, name, budget, cfg.labelled, RM_VERSION, count,
+                     [selector[1], WRONG_SHARE, cfg.labellers] if selector else [])
+        self.models[(name, budget)] = (folder, key)
+        if is_done(Path(folder), key):  # nothing it would read needs to run
+            self.nodes.append(Node((folder, key, job_rm, name, budget, cfg, self.seed, self.base_dir, self.data_dir,
+                                    self.inner), stage))
+            return
+        needs, select = self.needs, ""
+        if selector:
+            select = str(self.folder / f"select-{name}-{budget}")
+            self.nodes.append(Node((select, key_of(selector[1], self.data_key, WRONG_SHARE, cfg.labellers,
+                                                   cfg.train_samples, "select"), job_select, cfg, self.seed,
+                                    self.data_dir, str(Path(selector[0]) / "model"), self.device),
+                                   stage, (*needs, selector[0])))
+            needs = (*needs, select)
+        restarts = [str(self.folder / "restarts" / f"{name}-{budget}-r{r}")
+                    for r in range(recipe.restarts if recipe.restarts > 1 else 0)]
+        for r, restart in enumerate(restarts):
+            self.nodes.append(Node((restart, key_of(key, "restart", r), job_restart, name, budget, cfg, self.seed,
+                                    self.base_dir, self.data_dir, r, select, self.device), stage, needs))
+        self.nodes.append(Node((folder, key, job_rm, name, budget, cfg, self.seed, self.base_dir, self.data_dir,
+                                self.inner, (), self.device, "", select, tuple(restarts)), stage,
+                               (*needs, *restarts)))
+
+    def scoring(self) -> dict[str, Node]:
+        """Per pool: the label-free scores, one job per reward model, and their merge (the scored file)."""
+        merges = {}
         for pool in POOLS:
             # the sweep's models score the held-out pool only: the sweep is about held-out problems
-            models = {score_name(name, b, cfg): str(d / "model") for (name, b), d in rm_dirs[s].items()
-                      if pool == "eval" or b == cfg.labelled}
-            keys = sorted(done_key(rm_dirs[s][kb]) for kb in rm_dirs[s] if score_name(*kb, cfg) in models)
-            folder = seed_dir / f"score-{pool}"
-            scored[s][pool] = str(folder / f"{pool}.jsonl.gz")
-            calls.append((str(folder), key_of(keys, data_key[s], bkey, pool, RM_VERSION), job_score, pool, cfg,
-                          base_dir, str(seed_dir / "data" / f"{pool}.jsonl.gz"), models, inner, device))
-    return calls, scored
+            models = {score_name(name, b, self.cfg): fk for (name, b), fk in self.models.items()
+                      if pool == "eval" or b == self.cfg.labelled}
+            folder = str(self.folder / f"score-{pool}")
+            key = key_of(sorted(k for _, k in models.values()), self.data_key, self.bkey, pool, RM_VERSION)
+            if is_done(Path(folder), key):
+                merges[pool] = Node((folder, key, job_merge, pool, "", {}), "score")
+                continue
+            pool_file = str(Path(self.data_dir) / f"{pool}.jsonl.gz")
+            free = str(self.folder / "scores" / f"label-free-{pool}")
+            self.nodes.append(Node((free, key_of(self.data_key, self.bkey, pool, self.cfg.base.max_length,
+                                                 shares_surprise(self.cfg), RM_VERSION), job_label_free, pool,
+                                    self.cfg, self.base_dir, pool_file, self.device), "score", self.needs))
+            scored = {}
+            for name, (model, model_key) in models.items():
+                scored[name] = str(self.folder / "scores" / f"{pool}-{name}")
+                self.nodes.append(Node((scored[name], key_of(model_key, self.data_key, self.bkey, pool, RM_VERSION),
+                                        job_score_model, pool, self.cfg, self.base_dir, pool_file, free, name,
+                                        str(Path(model) / "model"), self.device), "score", (model, free)))
+            merges[pool] = Node((folder, key, job_merge, pool, free, scored), "score", (free, *scored.values()))
+        self.nodes += merges.values()
+        return merges
+
+    def evaluation(self, merges: dict[str, Node]) -> dict[str, str]:
+        scored = {pool: str(Path(node.folder) / f"{pool}.jsonl.gz") for pool, node in merges.items()}
+        key = key_of([merges[p].key for p in POOLS], self.cfg.vote_target_se, self.cfg.bootstrap, 3)
+        self.nodes.append(Node((str(self.folder / "evaluate"), key, job_evaluate, self.cfg, scored, self.seed),
+                               "evaluate", tuple(n.folder for n in merges.values())))
+        return scored
+
+
+def lab_nodes(cfg: LabConfig, seeds: list[int], run_dir: Path, progress: bool, jobs: int, device: str) -> list[Node]:
+    """Every job of a lab run: the seeds' data and the base model, then each seed's reward models, scoring and
+    evaluation (:class:`SeedGraph`)."""
+    from prmkit.lab.base import base_key, base_path
+
+    bkey = base_key(cfg.base, cfg, device)
+    base = Node((str(run_dir / "base"), bkey, job_base, cfg, progress, device), "base")
+    graphs = [SeedGraph(cfg, s, run_dir, bkey, str(base_path(cfg, device)), base.folder, progress and jobs == 1,
+                        device) for s in seeds]
+    nodes = [*(g.data() for g in graphs), base]
+    for g in graphs:
+        g.reward_models()
+        g.evaluation(g.scoring())
+        nodes += g.nodes
+    return nodes
 
 
 MODEL_METRICS = ("step_auroc", "eval_loss", "eval_prior_loss", "plateau", "best_step", "last_step", "stopped_early")
@@ -406,37 +634,14 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     if uses_cuda(device):  # one GPU: its jobs run one at a time in this process
         jobs = 1
     record = run_record()  # the code as it starts: a commit made while it runs is not its source
-    init_worker(threads)  # this process runs the single-job stages (the base model's pretraining among them)
+    init_worker(threads)  # with one job, this process runs every job
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2, default=str) + "\n")
     runner = Runner(jobs=jobs, threads=threads, progress=progress, log=log)
     start = time.perf_counter()
     try:
-        sd = {s: run_dir / f"seed-{s}" for s in seeds}
-        from prmkit.lab.base import base_key
-
-        bkey = base_key(cfg.base, cfg, device)
-        data_key = {s: data_key_of(cfg, s, bkey) for s in seeds}
-        runner.stage("data", [(str(sd[s] / "data"), data_key[s], job_data, cfg, s, device) for s in seeds])
-        base_info = runner.stage("base", [(str(run_dir / "base"), bkey, job_base, cfg, progress, device)])[0]
-        base_dir = base_info["path"]
-        inner = progress and jobs == 1
-        first, after = rm_names(cfg)
-        rcalls, rdirs = rm_calls(cfg, sd, data_key, bkey, base_dir, inner, device, first)
-        runner.stage("rm", rcalls)
-        if after:  # the paper's arms: its PRM's set is chosen by the seed's equal-data PRM
-            selector = {s: rdirs[s][("prm", cfg.labelled)] / "model" for s in seeds}
-            pcalls, pdirs = rm_calls(cfg, sd, data_key, bkey, base_dir, inner, device, after, selector)
-            runner.stage("rm-paper", pcalls)
-            for s in seeds:
-                rdirs[s].update(pdirs[s])
-        scalls, scored = score_calls(cfg, sd, data_key, bkey, base_dir, rdirs, inner, device)
-        runner.stage("score", scalls)
-        score_keys = {s: [done_key(Path(f).parent) for f in scored[s].values()] for s in seeds}
-        runner.stage("evaluate", [(str(sd[s] / "evaluate"),
-                                   key_of(score_keys[s], cfg.vote_target_se, cfg.bootstrap, 3),
-                                   job_evaluate, cfg, scored[s], s) for s in seeds])
+        runner.graph(lab_nodes(cfg, seeds, run_dir, progress, jobs, device))
     finally:
         runner.close()
     from prmkit.lab.report import write_lab_report

@@ -125,6 +125,30 @@ class SurpriseSource:
                 cache[ids] = pairs
         return [cache[tuple(t)] for t in token_lists]
 
+    def save(self, path: str | os.PathLike) -> None:
+        """Write every solution's features this source kept (``keep``) to ``path`` (``.npz``), so that other
+        processes scoring the same solutions read them instead of computing them again (:meth:`load`)."""
+        cache = self._cache or {}
+        keys = list(cache)
+        np.savez_compressed(path, lengths=np.array([len(k) for k in keys], dtype=np.int64),
+                 ids=np.array([t for k in keys for t in k], dtype=np.int32),
+                 pairs=np.concatenate([cache[k] for k in keys]) if keys else np.zeros((0, 2), np.float32))
+
+    def load(self, path: str | os.PathLike) -> None:
+        """Keep the features :meth:`save` wrote: a solution among them is not computed again (the same numbers
+        as computing it here in the batch it was computed in there)."""
+        if self._cache is None:
+            self._cache = {}
+        with np.load(path) as f:
+            lengths, ids, pairs = f["lengths"], f["ids"], f["pairs"]
+        if ids.shape[0] != pairs.shape[0] or int(lengths.sum()) != ids.shape[0]:
+            raise ValueError(f"{path}: its token ids ({ids.shape[0]}), features ({pairs.shape[0]}) and lengths "
+                             f"(summing to {int(lengths.sum())}) disagree; compute the features again")
+        start = 0
+        for n in lengths.tolist():
+            self._cache[tuple(ids[start:start + n].tolist())] = pairs[start:start + n]
+            start += n
+
     def _forward(self, batch: list[list[int]]) -> list[np.ndarray]:
         from prmkit.model.packing import backbone_kwargs, pack
 

@@ -68,19 +68,10 @@ def train_with_restarts(cfg, train_once) -> dict:
         (out / "restarts" / "recipe.json").write_text(json.dumps(recipe, indent=2) + "\n")
     runs = []
     for r in range(cfg.restarts):
-        folder = out / "restarts" / f"r{r}"
-        run_cfg = dataclasses.replace(cfg, restarts=1, out=str(folder), seed=cfg.seed + SEED_STRIDE * r,
-                                      split_seed=cfg.split_seed if cfg.split_seed is not None else cfg.seed)
-        done = folder / "final_metrics.json"
-        if done.is_file():
-            metrics = json.loads(done.read_text())
-        else:
-            metrics = train_once(run_cfg)
-            if "stopped_at" in metrics:  # --stop-after: the whole job stops here, resumable
-                return metrics
-            if _is_main():
-                done.write_text(json.dumps(metrics, indent=2) + "\n")
-        runs.append({"seed": run_cfg.seed, **metrics})
+        metrics = train_restart(cfg, r, train_once)
+        if "stopped_at" in metrics:  # --stop-after: the whole job stops here, resumable
+            return metrics
+        runs.append({"seed": restart_config(cfg, r).seed, **metrics})
     best = pick(runs, metric)
     from accelerate import PartialState
 
@@ -92,6 +83,29 @@ def train_with_restarts(cfg, train_once) -> dict:
         (out / "restarts.json").write_text(json.dumps(record, indent=2) + "\n")
     state.wait_for_everyone()
     return runs[best]
+
+
+def restart_config(cfg, r: int, folder: str | None = None):
+    """Restart ``r``'s own config: one run, seed ``seed + 1000 r``, the held-out split of ``seed`` (every restart
+    is chosen on the same split), into ``folder`` (default ``OUT/restarts/r<r>``)."""
+    return dataclasses.replace(cfg, restarts=1, out=str(folder or Path(cfg.out) / "restarts" / f"r{r}"),
+                               seed=cfg.seed + SEED_STRIDE * r,
+                               split_seed=cfg.split_seed if cfg.split_seed is not None else cfg.seed)
+
+
+def train_restart(cfg, r: int, train_once, folder: str | None = None) -> dict:
+    """Train restart ``r`` of ``cfg`` (into ``folder``, default ``OUT/restarts/r<r>``) unless its
+    ``final_metrics.json`` says it is done; its metrics. Restarts are independent runs, so they may run apart (the
+    lab runs them as jobs of their own, in parallel) and be put into ``OUT/restarts/`` for
+    :func:`train_with_restarts` to choose among."""
+    run_cfg = restart_config(cfg, r, folder)
+    done = Path(run_cfg.out) / "final_metrics.json"
+    if done.is_file():
+        return json.loads(done.read_text())
+    metrics = train_once(run_cfg)
+    if "stopped_at" not in metrics and _is_main():
+        done.write_text(json.dumps(metrics, indent=2) + "\n")
+    return metrics
 
 
 RUN_ONLY = ("progress", "resume", "stop_after", "tensorboard", "out")
@@ -126,4 +140,4 @@ def _promote(chosen: Path, out: Path) -> None:
     shutil.rmtree(out / "restarts")
 
 
-__all__ = ["pick", "train_with_restarts"]
+__all__ = ["pick", "restart_config", "train_restart", "train_with_restarts"]

@@ -97,9 +97,20 @@ def test_saved_surprise_is_what_another_process_would_compute(tmp_path):
     second.load(tmp_path / "surprise.npz")
     second._forward = None  # every solution must come from the file: a forward pass here would fail
     assert all(np.array_equal(a, b) for a, b in zip(expected, second.raw(tokens), strict=True))
-    np.savez(tmp_path / "bad.npz", lengths=np.array([3]), ids=np.array([1, 2]), pairs=np.zeros((2, 2), np.float32))
-    with pytest.raises(ValueError, match="bad.npz"):
+    np.savez(tmp_path / "old.npz", lengths=np.array([2]), ids=np.array([1, 2]), pairs=np.zeros((2, 2), np.float32))
+    with pytest.raises(ValueError, match="old.npz: no 'source' array"):
+        second.load(tmp_path / "old.npz")
+    with np.load(tmp_path / "surprise.npz") as f:
+        digest = str(f["source"])
+    np.savez(tmp_path / "bad.npz", source=np.array(digest), lengths=np.array([3]), ids=np.array([1, 2]),
+             pairs=np.zeros((2, 2), np.float32))
+    with pytest.raises(ValueError, match="bad.npz: its token ids"):
         second.load(tmp_path / "bad.npz")
+    other = build_model(BaseConfig(hidden_size=32, layers=1, heads=2, intermediate_size=64, seed=1), tok)
+    other.save_pretrained(tmp_path / "other")
+    tok.save_pretrained(tmp_path / "other")
+    with pytest.raises(ValueError, match="features of another source model"):
+        SurpriseSource(tmp_path / "other", keep=True).load(tmp_path / "surprise.npz")
 
 
 def test_a_restart_trained_alone_is_the_same_run_as_under_restarts(toy_data, tmp_path):

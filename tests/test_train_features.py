@@ -209,3 +209,32 @@ def test_restarts_compute_each_example_s_features_once(data, base, tmp_path, mon
     assert json.loads((tmp_path / "out" / "restarts.json").read_text())["chosen"] in (0, 1)
     train(TrainConfig(**{**cfg.to_dict(), "out": str(tmp_path / "single"), "restarts": 1}))
     assert made == [True, None]  # outside restarts nothing is kept (the default source)
+
+
+def test_a_restart_reading_saved_features_is_the_run_it_would_be(data, base, tmp_path, monkeypatch):
+    """Features computed once (``save_features_of``) and read by a restart in another process (``features_from``)
+    give the same run as restarts that compute them: what lets the lab train restarts in parallel."""
+    import dataclasses
+
+    from prmkit.model import features
+    from prmkit.train.loop import features_from, save_features_of, train_once
+    from prmkit.train.restarts import restart_config, train_restart
+
+    cfg = TrainConfig(data=str(data / "train.jsonl"), eval_data=str(data / "eval.jsonl"), out=str(tmp_path / "out"),
+                      base_model=str(base[0]), features=f"surprise:{base[0]}", restarts=2, max_steps=3, **QUICK)
+    train(cfg)
+    runs = json.loads((tmp_path / "out" / "restarts.json").read_text())["runs"]
+    apart = dataclasses.replace(cfg, out=str(tmp_path / "apart"))
+    n = save_features_of(restart_config(apart, 0), tmp_path / "surprise.npz")
+    # each distinct solution once (the toy data repeats some)
+    assert 0 < n <= len(list(read_solutions(data / "train.jsonl"))) + len(list(read_solutions(data / "eval.jsonl")))
+
+    def no_forward(self, batch):
+        raise AssertionError("a feature was computed, not read")
+
+    monkeypatch.setattr(features.SurpriseSource, "_forward", no_forward)
+    with features_from(apart, tmp_path / "surprise.npz"):
+        second = train_restart(apart, 1, train_once)
+    assert second == {k: v for k, v in runs[1].items() if k != "seed"}
+    with pytest.raises(ValueError, match="reads no per-token features"):
+        save_features_of(dataclasses.replace(apart, features=""), tmp_path / "none.npz")

@@ -38,6 +38,7 @@ one the label-free job computed. With ``device`` CUDA, the same jobs run one at 
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -193,7 +194,8 @@ class Runner:
         for n in nodes:
             if missing := [a for a in n.after if a not in order]:
                 raise ValueError(f"{n.folder} reads {missing}, which no job of this run writes")
-        spans = {n.stage: {"jobs": 0, "ran": 0} for n in nodes}
+        totals = {n.stage: sum(m.stage == n.stage for m in nodes) for n in nodes}
+        spans = {stage: {"jobs": 0, "ran": 0, "job_seconds": 0.0} for stage in totals}
         pending, running, done = list(nodes), {}, {}
         bar = tqdm(total=len(nodes), desc="lab run", unit="job", disable=not self.progress, file=sys.stderr)
 
@@ -202,10 +204,12 @@ class Runner:
             span = spans[node.stage]
             span["jobs"] += 1
             span["ran"] += not info.get("cached")
-            span["job_seconds"] = span.get("job_seconds", 0.0) + info.get("seconds", 0)
+            span["job_seconds"] += info.get("seconds", 0)
             span["start"] = min(span.get("start", start), start)
             span["end"] = max(span.get("end", start), time.perf_counter())
             bar.update(1)
+            if span["jobs"] == totals[node.stage]:
+                self._stage_done(node.stage, span)
 
         while pending or running:
             ready = [n for n in pending if all(a in done for a in n.after)]
@@ -229,13 +233,15 @@ class Runner:
                     node, start = running.pop(future)
                     finish(node, future.result(), start)
         bar.close()
-        for name, span in spans.items():
-            wall = span.pop("end", 0.0) - span.pop("start", 0.0)
-            self.timings[name] = {"wall_seconds": round(wall, 1), "jobs": span["jobs"], "ran": span["ran"],
-                                  "job_seconds": round(span.get("job_seconds", 0.0), 1)}
-            self.log(f"stage {name}: {span['ran']} of {span['jobs']} jobs run, {wall:.1f} s from its first start "
-                     "to its last end" + ("" if span["ran"] else " (all cached)"))
+        self.timings.update({stage: self.timings.pop(stage) for stage in totals})  # in the order the list has them
         return done
+
+    def _stage_done(self, name: str, span: dict) -> None:
+        wall = span["end"] - span["start"]
+        self.timings[name] = {"wall_seconds": round(wall, 1), "jobs": span["jobs"], "ran": span["ran"],
+                              "job_seconds": round(span["job_seconds"], 1)}
+        self.log(f"stage {name}: {span['ran']} of {span['jobs']} jobs run, {wall:.1f} s from its first start to its "
+                 "last end" + ("" if span["ran"] else " (all cached)"))
 
     def _executor(self):
         if self._pool is None:
@@ -335,22 +341,44 @@ def arm_data(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, data_
     return rm
 
 
+def restart_recipe(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
+                   select_dir: str, device: str):
+    """Reward model ``name``'s training config, its data written into ``out`` (what :func:`job_rm` trains)."""
+    from prmkit.lab.rm import job_config
+
+    rm = arm_data(out, name, budget, cfg, seed, data_dir, Path(select_dir) if select_dir else out)
+    return job_config(rm, kind_of(name), str(out / "train.jsonl.gz"), str(out / "model"), base_dir, seed, False,
+                      device)
+
+
+def job_features(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
+                 select_dir: str = "", device: str = "auto") -> dict:
+    """The base's surprise on reward model ``name``'s training and validation solutions, computed once for all its
+    restarts (as the first restart would compute it: :func:`prmkit.train.loop.save_features_of`), in
+    ``out/surprise.npz``."""
+    from prmkit.train.loop import save_features_of
+    from prmkit.train.restarts import restart_config
+
+    init_worker()
+    run_cfg = restart_recipe(out, name, budget, cfg, seed, base_dir, data_dir, select_dir, device)
+    return {"solutions": save_features_of(restart_config(run_cfg, 0, str(out / "run")), out / "surprise.npz")}
+
+
 def job_restart(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-                restart: int, select_dir: str = "", device: str = "auto") -> dict:
+                restart: int, select_dir: str = "", device: str = "auto", features_dir: str = "") -> dict:
     """Restart ``restart`` of reward model ``name`` alone, into ``out/run`` (:func:`prmkit.train.restarts.train_restart`:
     the same run as the ``restart``-th of :func:`job_rm`'s, so restarts may train in parallel and
-    :func:`job_rm` choose among them)."""
-    from prmkit.lab.arms import kind_of
-    from prmkit.lab.rm import job_config
-    from prmkit.train.loop import train_once
+    :func:`job_rm` choose among them), reading the features :func:`job_features` saved in ``features_dir``."""
+    from prmkit.device import torch_device
+    from prmkit.train.loop import features_from, train_once
     from prmkit.train.restarts import train_restart
 
     init_worker()
-    rm = arm_data(out, name, budget, cfg, seed, data_dir, Path(select_dir) if select_dir else out)
-    run_cfg = job_config(rm, kind_of(name), str(out / "train.jsonl.gz"), str(out / "model"), base_dir, seed, False,
-                         device)
-    metrics = train_restart(run_cfg, restart, train_once, str(out / "run"))
-    return {"metrics": metrics}
+    run_cfg = restart_recipe(out, name, budget, cfg, seed, base_dir, data_dir, select_dir, device)
+    shared = (features_from(run_cfg, Path(features_dir) / "surprise.npz", torch_device(device)) if features_dir
+              else contextlib.nullcontext())
+    with shared:
+        return {"metrics": train_restart(run_cfg, restart, train_once, str(out / "run"))}
 
 
 def job_select(out: Path, cfg: LabConfig, seed: int, data_dir: str, selector: str, device: str = "auto") -> dict:
@@ -531,9 +559,15 @@ class SeedGraph:
             needs = (*needs, select)
         restarts = [str(self.folder / "restarts" / f"{name}-{budget}-r{r}")
                     for r in range(recipe.restarts if recipe.restarts > 1 else 0)]
+        features = ""
+        if restarts and recipe.features:  # computed once, read by every restart
+            features = str(self.folder / "restarts" / f"{name}-{budget}-features")
+            self.nodes.append(Node((features, key_of(key, "features"), job_features, name, budget, cfg, self.seed,
+                                    self.base_dir, self.data_dir, select, self.device), stage, needs))
         for r, restart in enumerate(restarts):
             self.nodes.append(Node((restart, key_of(key, "restart", r), job_restart, name, budget, cfg, self.seed,
-                                    self.base_dir, self.data_dir, r, select, self.device), stage, needs))
+                                    self.base_dir, self.data_dir, r, select, self.device, features), stage,
+                                   (*needs, features) if features else needs))
         self.nodes.append(Node((folder, key, job_rm, name, budget, cfg, self.seed, self.base_dir, self.data_dir,
                                 self.inner, (), self.device, "", select, tuple(restarts)), stage,
                                (*needs, *restarts)))

@@ -125,22 +125,35 @@ class SurpriseSource:
                 cache[ids] = pairs
         return [cache[tuple(t)] for t in token_lists]
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike) -> int:
         """Write every solution's features this source kept (``keep``) to ``path`` (``.npz``), so that other
-        processes scoring the same solutions read them instead of computing them again (:meth:`load`)."""
+        processes scoring the same solutions read them instead of computing them again (:meth:`load`); how many
+        solutions' features it wrote."""
+        from prmkit.model.identity import weights_digest
+
         cache = self._cache or {}
         keys = list(cache)
-        np.savez_compressed(path, lengths=np.array([len(k) for k in keys], dtype=np.int64),
+        np.savez_compressed(path, source=np.array(weights_digest(self.folder) or ""),
+                            lengths=np.array([len(k) for k in keys], dtype=np.int64),
                  ids=np.array([t for k in keys for t in k], dtype=np.int32),
                  pairs=np.concatenate([cache[k] for k in keys]) if keys else np.zeros((0, 2), np.float32))
+        return len(keys)
 
     def load(self, path: str | os.PathLike) -> None:
         """Keep the features :meth:`save` wrote: a solution among them is not computed again (the same numbers
-        as computing it here in the batch it was computed in there)."""
+        as computing it here in the batch it was computed in there). A file saved from another source model's
+        weights is refused."""
+        from prmkit.model.identity import weights_digest
+
         if self._cache is None:
             self._cache = {}
         with np.load(path) as f:
-            lengths, ids, pairs = f["lengths"], f["ids"], f["pairs"]
+            if missing := [k for k in ("source", "lengths", "ids", "pairs") if k not in f.files]:
+                raise ValueError(f"{path}: no {missing[0]!r} array; not a features file that SurpriseSource.save wrote")
+            source, lengths, ids, pairs = str(f["source"]), f["lengths"], f["ids"], f["pairs"]
+        if source != (weights_digest(self.folder) or ""):
+            raise ValueError(f"{path}: features of another source model (weights {source or 'unknown'}), not of "
+                             f"{self.folder} ({weights_digest(self.folder)}); compute them again")
         if ids.shape[0] != pairs.shape[0] or int(lengths.sum()) != ids.shape[0]:
             raise ValueError(f"{path}: its token ids ({ids.shape[0]}), features ({pairs.shape[0]}) and lengths "
                              f"(summing to {int(lengths.sum())}) disagree; compute the features again")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import math
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,7 +201,7 @@ def attach_features(cfg: TrainConfig, tokenizer, examples: list, device):
 
     spec = parse_features(cfg.features)
     if _shared_sources is not None:
-        key = (spec.model, str(device))
+        key = spec.model
         if key not in _shared_sources:
             _shared_sources[key] = make_source(spec, device, keep=True)
         source = _shared_sources[key]
@@ -255,8 +256,42 @@ def train(cfg: TrainConfig) -> dict:
 
 
 _shared_sources: dict | None = None
-"""Feature sources kept between the restarts of one :func:`train` call (by source and device), so each
-example's features are computed once, not once per restart; None outside restarts."""
+"""Feature sources kept between the restarts of one :func:`train` call (by source), so each example's
+features are computed once, not once per restart; or those :func:`features_from` loaded; None otherwise."""
+
+
+def save_features_of(cfg: TrainConfig, path: str | os.PathLike) -> int:
+    """Compute the per-token features a run of ``cfg`` reads (its training and held-out examples, as
+    :func:`setup` reads them) and save them to ``path`` (:meth:`~prmkit.model.features.SurpriseSource.save`), so
+    that runs in other processes read them with :func:`features_from` instead of computing them again (restarts
+    trained in parallel). Returns how many solutions' features were saved."""
+    global _shared_sources
+    if not cfg.features:
+        raise ValueError("this config reads no per-token features (features is empty): nothing to save")
+    _shared_sources = {}
+    try:
+        setup(cfg, make_accelerator(cfg))
+        (source,) = _shared_sources.values()
+        return source.save(path)
+    finally:
+        _shared_sources = None
+
+
+@contextlib.contextmanager
+def features_from(cfg: TrainConfig, path: str | os.PathLike, device="cpu"):
+    """Within the block, runs of ``cfg`` read the features :func:`save_features_of` saved to ``path`` (the same
+    numbers they would compute; a file made from another source model is refused) rather than computing them."""
+    global _shared_sources
+    from prmkit.model.features import make_source, parse_features
+
+    spec = parse_features(cfg.features)
+    source = make_source(spec, device, keep=True)
+    source.load(path)
+    _shared_sources = {spec.model: source}
+    try:
+        yield source
+    finally:
+        _shared_sources = None
 
 
 def train_once(cfg: TrainConfig) -> dict:

@@ -130,3 +130,35 @@ def test_a_restart_trained_alone_is_the_same_run_as_under_restarts(toy_data, tmp
     assert second == {k: v for k, v in record["runs"][1].items() if k != "seed"}
     assert json.loads((tmp_path / "apart-r1" / "final_metrics.json").read_text()) == second
     assert together == record["runs"][record["chosen"]]
+
+
+def _threads_in_training(out: Path, data: str) -> dict:
+    """A lab job's view of its torch threads: at its start (``init_worker()``) and after a training run of a lab
+    recipe (``job_config``) and a scoring config (``lab_score_config``) have set theirs."""
+    import torch
+
+    from prmkit.lab.config import lab_rm
+    from prmkit.lab.rm import job_config, lab_score_config
+    from prmkit.lab.run import init_worker
+    from prmkit.train.loop import train_once
+
+    init_worker()
+    start = torch.get_num_threads()
+    cfg = job_config(lab_rm(base_model="tiny-llama", features="", restarts=1, max_steps=1, batch_size=8, eval_every=0,
+                            early_stop_patience=0, early_stop_min_steps=0, save_every=0, log_every=1),
+                     "prm", data, str(out / "model"), "unused", 0, False, "cpu")
+    train_once(cfg)
+    assert lab_score_config().cpu_threads == 0
+    return {"start": start, "after": torch.get_num_threads()}
+
+
+def test_the_run_s_torch_threads_reach_training_in_every_job(toy_data, tmp_path):
+    """``--threads 2``: a worker set up with two threads trains on two (the jobs and the training loop used
+    to set one again, so the float-kernel check ran its models on one thread)."""
+    node = Node((str(tmp_path / "job"), "k", _threads_in_training, str(toy_data / "train.jsonl")), "rm")
+    runner = Runner(jobs=2, threads=2, progress=False, log=lambda *a: None)
+    try:
+        seen = runner.graph([node, _node(tmp_path, "other", "rm")])[node.folder]
+    finally:
+        runner.close()
+    assert (seen["start"], seen["after"]) == (2, 2)

@@ -111,7 +111,8 @@ def select_convincing(out: Path, cfg, seed: int, data_dir: str, selector: str, d
     from prmkit.device import torch_device
     from prmkit.io import read_solutions, write_records
     from prmkit.lab.labellers import label
-    from prmkit.score import ScoreConfig, Scorer, score_file
+    from prmkit.lab.rm import lab_score_config
+    from prmkit.score import Scorer, score_file
     from prmkit.select import convincing_wrong_answer, summarise
 
     held = held_problems(data_dir, seed)
@@ -121,7 +122,7 @@ def select_convincing(out: Path, cfg, seed: int, data_dir: str, selector: str, d
                   if _key(s) not in held and s.id not in learned]
     write_records(out / "candidates.jsonl.gz", candidates)
     score_file(selector, out / "candidates.jsonl.gz", out / "scored.jsonl.gz",
-               ScoreConfig(name="selector", batch_size=64, progress=False, resume=False, device=device),
+               lab_score_config("selector", device=device),
                Scorer(selector, device=torch_device(device)))
     scored = list(read_solutions(out / "scored.jsonl.gz"))
     chosen = convincing_wrong_answer(scored, cfg.train_samples, Random(seed), score="selector_min",

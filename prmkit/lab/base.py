@@ -156,7 +156,8 @@ def pretrain_pool(cfg) -> list:
 
 
 def pretrain_config(base: BaseConfig, work: Path, progress: bool, device: str = "auto"):
-    """The :class:`~prmkit.train.config.TrainConfig` of the base's pretraining (next-token, ``kind="lm"``)."""
+    """The :class:`~prmkit.train.config.TrainConfig` of the base's pretraining (next-token, ``kind="lm"``), on the
+    torch threads of the process that runs it (``cpu_threads=0``: the lab run's ``--threads``)."""
     from prmkit.train.config import TrainConfig
 
     fmt = lab_format(base.max_length)
@@ -165,7 +166,7 @@ def pretrain_config(base: BaseConfig, work: Path, progress: bool, device: str = 
                        problem_suffix=fmt.problem_suffix, max_length=base.max_length, max_steps=base.steps,
                        batch_size=base.batch_size, lr=base.lr, warmup_steps=base.warmup, scheduler="cosine",
                        weight_decay=0.01, adam_beta2=0.98, seed=base.seed, save_every=100, log_every=10,
-                       eval_every=0, tensorboard=False, progress=progress, device=device)
+                       eval_every=0, tensorboard=False, progress=progress, device=device, cpu_threads=0)
 
 
 def count_lines(path: Path) -> int:

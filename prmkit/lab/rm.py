@@ -35,8 +35,17 @@ def job_config(rm: TrainConfig, kind: str, data: str, out: str, base_dir: str, s
         head, sep, tail = text.rpartition(":")
         return f"{head}{sep}{base_dir}" if tail == BASE else text
 
+    # cpu_threads 0: the job's own torch threads (its worker's, ``--threads``), not the config's one
     return dataclasses.replace(rm, kind=kind, data=data, out=out, seed=seed, progress=progress, device=device,
-                               base_model=resolve(rm.base_model), features=resolve(rm.features))
+                               base_model=resolve(rm.base_model), features=resolve(rm.features), cpu_threads=0)
+
+
+def lab_score_config(name: str = "", progress: bool = False, device: str = "auto"):
+    """How a lab job scores with a reward model (``prmkit score``'s config): batches of 64, a fresh output (no
+    resume), and the job's own torch threads (``cpu_threads=0``: its worker's, ``--threads``)."""
+    from prmkit.score import ScoreConfig
+
+    return ScoreConfig(name=name, batch_size=64, progress=progress, resume=False, device=device, cpu_threads=0)
 
 
 def train_and_score(out: Path, kind: str, train_file: str, rm: TrainConfig, seed: int, base_dir: str,
@@ -44,7 +53,7 @@ def train_and_score(out: Path, kind: str, train_file: str, rm: TrainConfig, seed
     """Train a ``kind`` reward model on every record of ``train_file`` into ``out/model`` and score each pool
     (name -> solutions file) into ``out/scored-<name>.jsonl.gz`` under the score name ``column`` (default: kind)."""
     from prmkit.device import torch_device
-    from prmkit.score import ScoreConfig, Scorer, score_file
+    from prmkit.score import Scorer, score_file
     from prmkit.train.loop import train
 
     start = time.perf_counter()
@@ -53,7 +62,7 @@ def train_and_score(out: Path, kind: str, train_file: str, rm: TrainConfig, seed
     train_seconds = time.perf_counter() - start
     scored = {}
     if pools:
-        score_cfg = ScoreConfig(name=column or kind, batch_size=64, progress=progress, resume=False, device=device)
+        score_cfg = lab_score_config(column or kind, progress, device)
         scorer = Scorer(out / "model", device=torch_device(device))
         for name, pool_file in pools.items():
             scored[name] = score_file(out / "model", pool_file, out / f"scored-{name}.jsonl.gz", score_cfg, scorer)
@@ -90,4 +99,4 @@ def solution_column(path: str | os.PathLike, column: str) -> np.ndarray:
     return np.array([sol.scores.get(column, -np.inf) for sol in read_solutions(path)], dtype=float)
 
 
-__all__ = ["BASE", "job_config", "lab_rm", "solution_column", "step_probabilities", "train_and_score"]
+__all__ = ["BASE", "job_config", "lab_rm", "lab_score_config", "solution_column", "step_probabilities", "train_and_score"]

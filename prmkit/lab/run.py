@@ -101,14 +101,22 @@ def run_job(folder: str, key: str, fn, *args) -> dict:
     return {**done, "cached": False}
 
 
-def init_worker(threads: int = 1) -> None:
+_threads = 1
+"""The torch threads this process's lab jobs use: what :func:`init_worker` was last given (``--threads``)."""
+
+
+def init_worker(threads: int | None = None) -> None:
     """Set up a worker process (or this one) for lab jobs: ``threads`` torch threads (one by default: two
     fight on a shared 2-core machine; more change only the float kernels, which is how the lab checks that
-    its numbers survive them), quiet transformers."""
+    its numbers survive them), quiet transformers. A job calls it with no ``threads`` and keeps what its
+    worker was set up with; the lab's training and scoring configs then leave the count alone
+    (``cpu_threads=0``), so ``--threads`` reaches every job."""
     import torch
     import transformers
 
-    torch.set_num_threads(threads)
+    global _threads
+    _threads = _threads if threads is None else threads
+    torch.set_num_threads(_threads)
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     transformers.utils.logging.disable_progress_bar()  # one bar per stage is enough
     transformers.utils.logging.set_verbosity_error()  # a new head's "newly initialised" report is expected
@@ -443,8 +451,9 @@ def job_score_model(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_fi
     """One pool scored by one reward model (``prmkit score``) into ``out/<pool>.jsonl.gz`` under score name
     ``name``, reading the base's surprise from :func:`job_label_free`'s folder where the model shares it."""
     from prmkit.device import torch_device
+    from prmkit.lab.rm import lab_score_config
     from prmkit.model.features import SurpriseSource
-    from prmkit.score import ScoreConfig, Scorer, score_file
+    from prmkit.score import Scorer, score_file
 
     init_worker()
     on, source = torch_device(device), None
@@ -452,8 +461,7 @@ def job_score_model(out: Path, pool: str, cfg: LabConfig, base_dir: str, pool_fi
         source = SurpriseSource(base_dir, on, keep=True)
         source.load(Path(label_free_dir) / "surprise.npz")
     scorer = Scorer(model, device=on, features=source)
-    info = score_file(model, pool_file, out / f"{pool}.jsonl.gz",
-                      ScoreConfig(name=name, batch_size=64, progress=False, resume=False, device=device), scorer)
+    info = score_file(model, pool_file, out / f"{pool}.jsonl.gz", lab_score_config(name, device=device), scorer)
     return {"solutions": info["scored"], "model": model}
 
 

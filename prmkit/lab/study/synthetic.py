@@ -248,12 +248,13 @@ class Label(Seeded):
     def run(self, out: Path) -> dict:
         from prmkit.device import torch_device
         from prmkit.io import read_solutions
-        from prmkit.score import ScoreConfig, Scorer, score_file
+        from prmkit.lab.rm import lab_score_config
+        from prmkit.score import Scorer, score_file
 
         init_worker()
         model_dir = Path(self.large.model_dir)
         scorer = Scorer(model_dir, device=torch_device(self.device))
-        score_cfg = ScoreConfig(batch_size=64, progress=self.progress, resume=False, device=self.device)
+        score_cfg = lab_score_config(progress=self.progress, device=self.device)
         probs, sols = {}, {}
         for pool in ("fresh", "eval"):
             data = self.pools.output(f"{pool}.jsonl.gz").path

@@ -292,8 +292,12 @@ class Step:
 
     @classmethod
     def from_dict(cls, d: Any, path: str = "step") -> Step:
-        if (plain := _plain_step(d)) is not None:
-            return plain
+        plain = _plain_step(d)
+        return plain if plain is not None else cls._checked(d, path)
+
+    @classmethod
+    def _checked(cls, d: Any, path: str) -> Step:
+        """The step ``d`` describes, through every check (each error names its field)."""
         d = _as_object(d, path)
         _no_unknown(d, _names(cls), path)
         raw = _req(d, "completions", (list,), path)
@@ -470,7 +474,7 @@ class Solution:
         steps = _opt(d, "steps", (list,), path, [])
         return cls(
             problem=Problem.from_dict(_req(d, "problem", (dict,), path), _join(path, "problem")),
-            steps=[_plain_step(s) or Step.from_dict(s, _join(_join(path, "steps"), i)) for i, s in enumerate(steps)],
+            steps=[_plain_step(s) or Step._checked(s, _join(_join(path, "steps"), i)) for i, s in enumerate(steps)],
             id=_opt(d, "id", (str,), path),
             answer=_opt(d, "answer", (str,), path),
             grade=_check_choice(d.get("grade"), GRADES, _join(path, "grade")),

@@ -9,6 +9,7 @@ saved by one process are the numbers another would compute.
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -74,6 +75,33 @@ def test_a_graph_that_waits_on_itself_or_on_nothing_is_refused(tmp_path):
         runner.graph([_node(tmp_path, "a", "s", ("missing",))])
     with pytest.raises(ValueError, match="wait on one another"):
         runner.graph([_node(tmp_path, "a", "s", ("b",)), _node(tmp_path, "b", "s", ("a",))])
+    with pytest.raises(ValueError, match="two jobs write"):
+        runner.graph([_node(tmp_path, "a", "s"), _node(tmp_path, "a", "t")])
+
+
+def _slow(out: Path) -> dict:
+    time.sleep(0.5)
+    return {"name": "slow"}
+
+
+def test_a_resumed_graph_starts_what_its_finished_jobs_make_ready_and_times_only_what_ran(tmp_path):
+    first = [_node(tmp_path, "x", "s"), _node(tmp_path, "y", "s", ("x",))]
+    Runner(jobs=1, progress=False, log=lambda *a: None).graph(first)
+    slow = Node((str(tmp_path / "slow"), "k", _slow), "t")
+    later = [*first, slow, _node(tmp_path, "z", "s", ("y", "slow")), _node(tmp_path, "w", "u", ("z",))]
+    for jobs in (1, 2):
+        for folder in ("slow", "z", "w"):
+            shutil.rmtree(tmp_path / folder, ignore_errors=True)
+        runner = Runner(jobs=jobs, progress=False, log=lambda *a: None)
+        try:
+            done = runner.graph(later)
+        finally:
+            runner.close()
+        assert done[str(tmp_path / "x")]["cached"] and not done[str(tmp_path / "z")]["cached"]
+        assert done[str(tmp_path / "w")]["read"] == ["z"]
+        assert runner.timings["s"]["ran"] == 1 and runner.timings["s"]["jobs"] == 3
+        if jobs == 1:  # from z's start, not from when x and y were found done, before the slow job
+            assert runner.timings["s"]["wall_seconds"] < 0.4
 
 
 def test_saved_surprise_is_what_another_process_would_compute(tmp_path):

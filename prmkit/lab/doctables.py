@@ -105,8 +105,12 @@ def wall_compare_table(record: dict) -> str:
             return ["-", "-"]
         return [f"{t['wall_seconds']:.1f}", f"{t['job_seconds']:.1f}" if "job_seconds" in t else "-"]
 
+    def compute(run: dict) -> str:
+        return f"{sum(t.get('job_seconds', 0.0) for t in run['timings'].values()):.1f}"
+
     rows = [[stage, *cells(before, stage), *cells(after, stage)] for stage in stages]
-    rows.append(["**total**", f"**{before['total_wall_seconds']:.1f}**", "", f"**{after['total_wall_seconds']:.1f}**", ""])
+    rows.append(["**total**", f"**{before['total_wall_seconds']:.1f}**", compute(before),
+                 f"**{after['total_wall_seconds']:.1f}**", compute(after)])
     verdict = ("every number identical" if record["identical_numbers"]
                else f"{len(record['differences'])} numbers differ")
     head = [f"commit {before['commit'][:7]}: wall s", "compute s", f"commit {after['commit'][:7]}: wall s", "compute s"]

@@ -152,6 +152,28 @@ class Node:
         return self.call[1]
 
 
+def _check_graph(nodes: list[Node]) -> None:
+    """Refuse two jobs writing one folder and a job reading a folder no job writes."""
+    folders = [n.folder for n in nodes]
+    if twice := sorted({f for f in folders if folders.count(f) > 1}):
+        raise ValueError(f"two jobs write {twice[0]}")
+    known = set(folders)
+    for n in nodes:
+        if missing := [a for a in n.after if a not in known]:
+            raise ValueError(f"{n.folder} reads {missing}, which no job of this run writes")
+
+
+def expect_done(out: Path) -> dict:
+    """The job of a node kept only for its finished outputs (:func:`finished`): it never runs."""
+    raise RuntimeError(f"{out}: a finished job was expected here (its done.json went missing while the run "
+                       "started); run the command again")
+
+
+def finished(folder: str, key: str, stage: str) -> Node:
+    """A node for a job found done when the graph was built: what it read need not run again."""
+    return Node((folder, key, expect_done), stage)
+
+
 @dataclass
 class Runner:
     """Runs a stage's jobs (in ``jobs`` processes) and keeps the wall time of every stage."""
@@ -193,59 +215,66 @@ class Runner:
         """Run ``nodes``, each as soon as the jobs it reads are done, ``jobs`` at a time; of those ready, the
         first in list order first (so a list that puts the longest chain first keeps every worker busy).
         Returns every node's ``done.json`` by folder. Stages overlap: a stage's wall time runs from its first
-        job's start to its last job's end."""
+        job's start to its last job's end (jobs found done count only when nothing of the stage ran)."""
         from concurrent.futures import FIRST_COMPLETED, wait
 
         from tqdm.auto import tqdm
 
-        order = {n.folder: i for i, n in enumerate(nodes)}
-        for n in nodes:
-            if missing := [a for a in n.after if a not in order]:
-                raise ValueError(f"{n.folder} reads {missing}, which no job of this run writes")
-        totals = {n.stage: sum(m.stage == n.stage for m in nodes) for n in nodes}
-        spans = {stage: {"jobs": 0, "ran": 0, "job_seconds": 0.0} for stage in totals}
+        _check_graph(nodes)
+        self._totals = {n.stage: sum(m.stage == n.stage for m in nodes) for n in nodes}
+        self._spans = {stage: {"jobs": 0, "ran": 0, "job_seconds": 0.0} for stage in self._totals}
         pending, running, done = list(nodes), {}, {}
-        bar = tqdm(total=len(nodes), desc="lab run", unit="job", disable=not self.progress, file=sys.stderr)
-
-        def finish(node: Node, info: dict, start: float) -> None:
-            done[node.folder] = info
-            span = spans[node.stage]
-            span["jobs"] += 1
-            span["ran"] += not info.get("cached")
-            span["job_seconds"] += info.get("seconds", 0)
-            span["start"] = min(span.get("start", start), start)
-            span["end"] = max(span.get("end", start), time.perf_counter())
-            bar.update(1)
-            if span["jobs"] == totals[node.stage]:
-                self._stage_done(node.stage, span)
-
+        self._bar = tqdm(total=len(nodes), desc="lab run", unit="job", disable=not self.progress, file=sys.stderr)
         while pending or running:
-            ready = [n for n in pending if all(a in done for a in n.after)]
-            if not ready and not running:
-                raise ValueError(f"these jobs wait on one another: {[n.folder for n in pending]}")
-            for node in ready:
-                if is_done(Path(node.folder), node.key):
-                    pending.remove(node)
-                    finish(node, run_job(*node.call), time.perf_counter())
-                elif len(running) < max(self.jobs, 1) and self.jobs > 1:
-                    pending.remove(node)
-                    running[self._executor().submit(run_job, *node.call)] = (node, time.perf_counter())
-                elif not running:
-                    pending.remove(node)
-                    start = time.perf_counter()
-                    finish(node, run_job(*node.call), start)
-                    break  # what it finished may make an earlier node of the list ready
-            if running:
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    node, start = running.pop(future)
-                    finish(node, future.result(), start)
-        bar.close()
-        self.timings.update({stage: self.timings.pop(stage) for stage in totals})  # in the order the list has them
+            while self._start_ready(pending, running, done):  # until a pass starts and finishes nothing
+                pass
+            if not running:
+                if pending:
+                    raise ValueError(f"these jobs wait on one another: {[n.folder for n in pending]}")
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                node, start = running.pop(future)
+                self._finish(done, node, future.result(), start)
+        self._bar.close()
+        self.timings.update({stage: self.timings.pop(stage) for stage in self._totals})  # in the list's order
         return done
 
+    def _start_ready(self, pending: list, running: dict, done: dict) -> bool:
+        """Finish the ready jobs found done, start the others while a worker is free (with one job: run the
+        first here); whether anything finished or started."""
+        for node in [n for n in pending if all(a in done for a in n.after)]:
+            if is_done(Path(node.folder), node.key):
+                pending.remove(node)
+                self._finish(done, node, run_job(*node.call), None)
+                return True
+            if self.jobs > 1 and len(running) < self.jobs:
+                pending.remove(node)
+                running[self._executor().submit(run_job, *node.call)] = (node, time.perf_counter())
+                return True
+            if self.jobs <= 1 and not running:
+                pending.remove(node)
+                start = time.perf_counter()
+                self._finish(done, node, run_job(*node.call), start)
+                return True
+        return False
+
+    def _finish(self, done: dict, node: Node, info: dict, start: float | None) -> None:
+        """Record a finished job (``start`` None: found done, not run); log its stage once all of it is done."""
+        done[node.folder] = info
+        span = self._spans[node.stage]
+        span["jobs"] += 1
+        span["job_seconds"] += info.get("seconds", 0)
+        if start is not None:
+            span["ran"] += 1
+            span["start"] = min(span.get("start", start), start)
+            span["end"] = time.perf_counter()
+        self._bar.update(1)
+        if span["jobs"] == self._totals[node.stage]:
+            self._stage_done(node.stage, span)
+
     def _stage_done(self, name: str, span: dict) -> None:
-        wall = span["end"] - span["start"]
+        wall = span.get("end", 0.0) - span.get("start", 0.0)
         self.timings[name] = {"wall_seconds": round(wall, 1), "jobs": span["jobs"], "ran": span["ran"],
                               "job_seconds": round(span["job_seconds"], 1)}
         self.log(f"stage {name}: {span['ran']} of {span['jobs']} jobs run, {wall:.1f} s from its first start to its "
@@ -261,7 +290,7 @@ class Runner:
 
     def close(self) -> None:
         if self._pool is not None:
-            self._pool.shutdown()
+            self._pool.shutdown(cancel_futures=True)  # after a failure, jobs not yet started never start
             self._pool = None
 
 
@@ -303,14 +332,14 @@ def job_base(out: Path, cfg: LabConfig, progress: bool, device: str = "auto") ->
 
 def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
            progress: bool, pools: tuple[str, ...] = (), device: str = "auto", selector: str = "",
-           select_dir: str = "", restart_dirs: tuple[str, ...] = ()) -> dict:
+           select_dir: str = "", restart_dirs: tuple[str, ...] = (), prepared: str = "") -> dict:
     """Train reward model ``name`` (``prm``, ``orm`` or a paper arm: :mod:`prmkit.lab.arms`) on its data at
     ``budget`` labels into ``out/model``, validated on the seed's shared validation split (never trained
     on); score ``pools`` with it when asked (the lab run scores in its own stage, the budget study here).
     The paper's PRM first has its set chosen by ``selector`` (a model folder) and labelled, in ``out/select``,
     or takes the set a :func:`job_select` folder ``select_dir`` holds. ``restart_dirs``: the
-    :func:`job_restart` folders of its restarts, already trained (the lab run trains them in parallel); this job
-    then only chooses among them."""
+    :func:`job_restart` folders of its restarts, already trained (the lab run trains them in parallel) on what
+    :func:`job_restart_data` wrote in ``prepared``; this job then only chooses among them."""
     from prmkit.lab.rm import train_and_score
 
     init_worker()
@@ -322,68 +351,81 @@ def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_di
         (out / "select").mkdir(exist_ok=True)
         chosen = job_select(out / "select", cfg, seed, data_dir, selector, device)["selection"]
     rm = arm_data(out, name, budget, cfg, seed, data_dir, out / "select")
+    if restart_dirs:  # a partial folder of this key may hold restarts of another recipe: these replace them
+        shutil.rmtree(out / "model" / "restarts", ignore_errors=True)
     for r, folder in enumerate(restart_dirs):
-        shutil.copytree(Path(folder) / "run", out / "model" / "restarts" / f"r{r}", dirs_exist_ok=True)
+        shutil.copytree(Path(folder) / "run", out / "model" / "restarts" / f"r{r}",
+                        ignore=shutil.ignore_patterns("checkpoints"))
     targets = {p: str(Path(data_dir) / f"{p}.jsonl.gz") for p in pools}
     info = train_and_score(out, kind_of(name), out / "train.jsonl.gz", rm, seed, base_dir, targets,
                            score_name(name, budget, cfg), progress, device)
-    if restart_dirs:  # the restarts' own training time, not just the choice's
-        info["train_seconds"] = round(info["train_seconds"] + sum(done_seconds(d) for d in restart_dirs), 1)
+    if restart_dirs:  # the restarts' own training time (and their features'), not just the choice's
+        spent = sum(done_seconds(d) for d in [*restart_dirs, *([prepared] if prepared else [])])
+        info["train_seconds"] = round(info["train_seconds"] + spent, 1)
     return {**info, "budget": budget, **({"selection": chosen} if chosen else {})}
+
+
+def arm_recipe(name: str, budget: int, cfg: LabConfig, folder: Path):
+    """The recipe arm ``name`` trains by (its step cap counted in passes over its data), validated on the split
+    :func:`arm_data` wrote in ``folder/valid.jsonl.gz``, where it wrote one."""
+    rm = recipe_for(cfg.rm, count_of(name, budget, cfg))
+    valid = folder / "valid.jsonl.gz"
+    return dataclasses.replace(rm, eval_data=str(valid)) if valid.is_file() else rm
 
 
 def arm_data(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, data_dir: str, select_dir: Path):
     """Write arm ``name``'s training set (and the seed's validation split, when its recipe reads held-out
-    labels) into ``out``; its recipe, pointed at that split."""
+    labels) into ``out``; its recipe (:func:`arm_recipe`)."""
     from prmkit.io import write_records
-    from prmkit.lab.arms import held_problems, kind_of, training_set, validation_set
+    from prmkit.lab.arms import held_problems, training_set, validation_set
 
-    rm = recipe_for(cfg.rm, count_of(name, budget, cfg))
     # a recipe that reads held-out labels gets the seed's shared validation split; one that does not (the
     # studies': their design counts every label) trains on all
-    held = held_problems(data_dir, seed) if uses_validation(rm) else set()
+    held = held_problems(data_dir, seed) if uses_validation(recipe_for(cfg.rm, count_of(name, budget, cfg))) else set()
     write_records(out / "train.jsonl.gz", training_set(name, count_of(name, budget, cfg), data_dir, select_dir, held))
+    (out / "valid.jsonl.gz").unlink(missing_ok=True)
     if held:
         write_records(out / "valid.jsonl.gz", validation_set(kind_of(name), budget, data_dir, held))
-        rm = dataclasses.replace(rm, eval_data=str(out / "valid.jsonl.gz"))
-    return rm
+    return arm_recipe(name, budget, cfg, out)
 
 
-def restart_recipe(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-                   select_dir: str, device: str):
-    """Reward model ``name``'s training config, its data written into ``out`` (what :func:`job_rm` trains)."""
+def restart_recipe(folder: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, device: str):
+    """Reward model ``name``'s training config on the data :func:`arm_data` wrote into ``folder``."""
     from prmkit.lab.rm import job_config
 
-    rm = arm_data(out, name, budget, cfg, seed, data_dir, Path(select_dir) if select_dir else out)
-    return job_config(rm, kind_of(name), str(out / "train.jsonl.gz"), str(out / "model"), base_dir, seed, False,
+    rm = arm_recipe(name, budget, cfg, folder)
+    return job_config(rm, kind_of(name), str(folder / "train.jsonl.gz"), str(folder / "model"), base_dir, seed, False,
                       device)
 
 
-def job_features(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-                 select_dir: str = "", device: str = "auto") -> dict:
-    """The base's surprise on reward model ``name``'s training and validation solutions, computed once for all its
-    restarts (as the first restart would compute it: :func:`prmkit.train.loop.save_features_of`), in
-    ``out/surprise.npz``."""
+def job_restart_data(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
+                     select_dir: str = "", device: str = "auto") -> dict:
+    """Reward model ``name``'s training and validation sets for all its restarts, and (when its recipe reads
+    features) the base's surprise on them in ``out/surprise.npz``, computed as the first restart would
+    compute it (:func:`prmkit.train.loop.save_features_of`)."""
     from prmkit.train.loop import save_features_of
     from prmkit.train.restarts import restart_config
 
     init_worker()
-    run_cfg = restart_recipe(out, name, budget, cfg, seed, base_dir, data_dir, select_dir, device)
+    arm_data(out, name, budget, cfg, seed, data_dir, Path(select_dir) if select_dir else out)
+    run_cfg = restart_recipe(out, name, budget, cfg, seed, base_dir, device)
+    if not run_cfg.features:
+        return {}
     return {"solutions": save_features_of(restart_config(run_cfg, 0, str(out / "run")), out / "surprise.npz")}
 
 
-def job_restart(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-                restart: int, select_dir: str = "", device: str = "auto", features_dir: str = "") -> dict:
+def job_restart(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, restart: int,
+                prepared: str, device: str = "auto") -> dict:
     """Restart ``restart`` of reward model ``name`` alone, into ``out/run`` (:func:`prmkit.train.restarts.train_restart`:
     the same run as the ``restart``-th of :func:`job_rm`'s, so restarts may train in parallel and
-    :func:`job_rm` choose among them), reading the features :func:`job_features` saved in ``features_dir``."""
+    :func:`job_rm` choose among them), on the data and features :func:`job_restart_data` wrote in ``prepared``."""
     from prmkit.device import torch_device
     from prmkit.train.loop import features_from, train_once
     from prmkit.train.restarts import train_restart
 
     init_worker()
-    run_cfg = restart_recipe(out, name, budget, cfg, seed, base_dir, data_dir, select_dir, device)
-    shared = (features_from(run_cfg, Path(features_dir) / "surprise.npz", torch_device(device)) if features_dir
+    run_cfg = restart_recipe(Path(prepared), name, budget, cfg, seed, base_dir, device)
+    shared = (features_from(run_cfg, Path(prepared) / "surprise.npz", torch_device(device)) if run_cfg.features
               else contextlib.nullcontext())
     with shared:
         return {"metrics": train_restart(run_cfg, restart, train_once, str(out / "run"))}
@@ -475,15 +517,27 @@ def job_merge(out: Path, pool: str, label_free_dir: str, scored: dict[str, str])
     return {"solutions": n, "models": sorted(scored)}
 
 
-def job_evaluate(out: Path, cfg: LabConfig, scored: dict[str, str], seed: int) -> dict:
-    """Every number of the report from each pool's scored file (``scored``: pool -> file)."""
+def job_evaluate_pool(out: Path, cfg: LabConfig, pool: str, scored: str, seed: int) -> dict:
+    """Every number of the report on one pool, from its scored file, into ``out/<pool>.json``; its headline."""
     from prmkit.lab.scoring import evaluate_scored
 
+    result = evaluate_scored(scored, cfg, seed)
+    (out / f"{pool}.json").write_text(json.dumps(result, indent=2) + "\n")
+    return {k: result["headline"][k] for k in list(result["headline"])[:4]}
+
+
+def job_evaluate(out: Path, cfg: LabConfig, scored: dict[str, str], seed: int, parts: dict[str, str] | None = None) -> dict:
+    """Every number of the report from each pool's scored file (``scored``: pool -> file), in
+    ``out/<pool>.json``; ``parts``: pool -> the :func:`job_evaluate_pool` folder that already evaluated it
+    (the lab run evaluates the pools in parallel)."""
     summary = {}
     for pool in POOLS:
-        result = evaluate_scored(scored[pool], cfg, seed)
-        (out / f"{pool}.json").write_text(json.dumps(result, indent=2) + "\n")
-        summary[pool] = {k: result["headline"][k] for k in list(result["headline"])[:4]}
+        if parts:
+            shutil.copyfile(Path(parts[pool]) / f"{pool}.json", out / f"{pool}.json")
+            summary[pool] = {k: v for k, v in json.loads((Path(parts[pool]) / "done.json").read_text()).items()
+                             if k not in ("key", "seconds")}
+        else:
+            summary[pool] = job_evaluate_pool(out, cfg, pool, scored[pool], seed)
     return summary
 
 
@@ -523,7 +577,10 @@ class SeedGraph:
     base_folder: str
     inner: bool = False
     device: str = "auto"
+    chain: list = field(default_factory=list)
+    """The jobs of the longest chain (the selector, the paper PRM's set and the paper PRM): started first."""
     nodes: list = field(default_factory=list)
+    """The seed's other jobs."""
     models: dict = field(default_factory=dict)
     """``(name, budget)`` -> ``(folder, key)`` of each reward model."""
 
@@ -544,9 +601,12 @@ class SeedGraph:
         for name, budget in [selector, *paper_prm, *[m for m in after if m not in paper_prm],
                              *[m for m in first if m != selector]]:
             stage = "rm-paper" if (name, budget) in after else "rm"
-            self.reward_model(name, budget, stage, self.models[selector] if (name, budget) in paper_prm else None)
+            into = self.chain if (name, budget) in (selector, *paper_prm) else self.nodes
+            into += self.reward_model(name, budget, stage, self.models[selector] if (name, budget) in paper_prm
+                                      else None)
 
-    def reward_model(self, name: str, budget: int, stage: str, selector: tuple[str, str] | None) -> None:
+    def reward_model(self, name: str, budget: int, stage: str, selector: tuple[str, str] | None) -> list[Node]:
+        """The jobs of one reward model (``selector``: the folder and key of the model choosing its set)."""
         cfg, folder = self.cfg, str(self.folder / f"rm-{name}-{budget}")
         count = count_of(name, budget, cfg)
         recipe = recipe_for(cfg.rm, count)
@@ -554,31 +614,28 @@ class SeedGraph:
                      [selector[1], WRONG_SHARE, cfg.labellers] if selector else [])
         self.models[(name, budget)] = (folder, key)
         if is_done(Path(folder), key):  # nothing it would read needs to run
-            self.nodes.append(Node((folder, key, job_rm, name, budget, cfg, self.seed, self.base_dir, self.data_dir,
-                                    self.inner), stage))
-            return
-        needs, select = self.needs, ""
+            return [finished(folder, key, stage)]
+        nodes, needs, select = [], self.needs, ""
         if selector:
             select = str(self.folder / f"select-{name}-{budget}")
-            self.nodes.append(Node((select, key_of(selector[1], self.data_key, WRONG_SHARE, cfg.labellers,
-                                                   cfg.train_samples, "select"), job_select, cfg, self.seed,
-                                    self.data_dir, str(Path(selector[0]) / "model"), self.device),
-                                   stage, (*needs, selector[0])))
+            nodes.append(Node((select, key_of(selector[1], self.data_key, WRONG_SHARE, cfg.labellers,
+                                              cfg.train_samples, "select"), job_select, cfg, self.seed,
+                               self.data_dir, str(Path(selector[0]) / "model"), self.device),
+                              stage, (*needs, selector[0])))
             needs = (*needs, select)
         restarts = [str(self.folder / "restarts" / f"{name}-{budget}-r{r}")
                     for r in range(recipe.restarts if recipe.restarts > 1 else 0)]
-        features = ""
-        if restarts and recipe.features:  # computed once, read by every restart
-            features = str(self.folder / "restarts" / f"{name}-{budget}-features")
-            self.nodes.append(Node((features, key_of(key, "features"), job_features, name, budget, cfg, self.seed,
-                                    self.base_dir, self.data_dir, select, self.device), stage, needs))
+        prepared = str(self.folder / "restarts" / f"{name}-{budget}-data") if restarts else ""
+        if prepared:  # the data, and the base's surprise on it, written once for every restart
+            nodes.append(Node((prepared, key_of(key, "data"), job_restart_data, name, budget, cfg, self.seed,
+                               self.base_dir, self.data_dir, select, self.device), stage, needs))
         for r, restart in enumerate(restarts):
-            self.nodes.append(Node((restart, key_of(key, "restart", r), job_restart, name, budget, cfg, self.seed,
-                                    self.base_dir, self.data_dir, r, select, self.device, features), stage,
-                                   (*needs, features) if features else needs))
-        self.nodes.append(Node((folder, key, job_rm, name, budget, cfg, self.seed, self.base_dir, self.data_dir,
-                                self.inner, (), self.device, "", select, tuple(restarts)), stage,
-                               (*needs, *restarts)))
+            nodes.append(Node((restart, key_of(key, "restart", r), job_restart, name, budget, cfg, self.seed,
+                               self.base_dir, r, prepared, self.device), stage, (*needs, prepared)))
+        nodes.append(Node((folder, key, job_rm, name, budget, cfg, self.seed, self.base_dir, self.data_dir,
+                           self.inner, (), self.device, "", select, tuple(restarts), prepared), stage,
+                          (*needs, *restarts, *([prepared] if prepared else []))))
+        return nodes
 
     def scoring(self) -> dict[str, Node]:
         """Per pool: the label-free scores, one job per reward model, and their merge (the scored file)."""
@@ -590,7 +647,7 @@ class SeedGraph:
             folder = str(self.folder / f"score-{pool}")
             key = key_of(sorted(k for _, k in models.values()), self.data_key, self.bkey, pool, RM_VERSION)
             if is_done(Path(folder), key):
-                merges[pool] = Node((folder, key, job_merge, pool, "", {}), "score")
+                merges[pool] = finished(folder, key, "score")
                 continue
             pool_file = str(Path(self.data_dir) / f"{pool}.jsonl.gz")
             free = str(self.folder / "scores" / f"label-free-{pool}")
@@ -608,10 +665,19 @@ class SeedGraph:
         return merges
 
     def evaluation(self, merges: dict[str, Node]) -> dict[str, str]:
+        """Each pool evaluated in a job of its own, then gathered in ``evaluate/`` (what the report reads)."""
         scored = {pool: str(Path(node.folder) / f"{pool}.jsonl.gz") for pool, node in merges.items()}
         key = key_of([merges[p].key for p in POOLS], self.cfg.vote_target_se, self.cfg.bootstrap, 3)
-        self.nodes.append(Node((str(self.folder / "evaluate"), key, job_evaluate, self.cfg, scored, self.seed),
-                               "evaluate", tuple(n.folder for n in merges.values())))
+        folder = str(self.folder / "evaluate")
+        if is_done(Path(folder), key):
+            self.nodes.append(finished(folder, key, "evaluate"))
+            return scored
+        parts = {pool: str(self.folder / "scores" / f"evaluate-{pool}") for pool in POOLS}
+        for pool in POOLS:
+            self.nodes.append(Node((parts[pool], key_of(key, pool), job_evaluate_pool, self.cfg, pool, scored[pool],
+                                    self.seed), "evaluate", (merges[pool].folder,)))
+        self.nodes.append(Node((folder, key, job_evaluate, self.cfg, scored, self.seed, parts), "evaluate",
+                               tuple(parts.values())))
         return scored
 
 
@@ -624,12 +690,11 @@ def lab_nodes(cfg: LabConfig, seeds: list[int], run_dir: Path, progress: bool, j
     base = Node((str(run_dir / "base"), bkey, job_base, cfg, progress, device), "base")
     graphs = [SeedGraph(cfg, s, run_dir, bkey, str(base_path(cfg, device)), base.folder, progress and jobs == 1,
                         device) for s in seeds]
-    nodes = [*(g.data() for g in graphs), base]
     for g in graphs:
         g.reward_models()
         g.evaluation(g.scoring())
-        nodes += g.nodes
-    return nodes
+    # every seed's longest chain before any seed's other jobs: a worker free early takes the next seed's chain
+    return [*(g.data() for g in graphs), base, *(n for g in graphs for n in g.chain), *(n for g in graphs for n in g.nodes)]
 
 
 MODEL_METRICS = ("step_auroc", "eval_loss", "eval_prior_loss", "plateau", "best_step", "last_step", "stopped_early")

@@ -283,6 +283,14 @@ def kernels_table(record: dict) -> str:
               f"{record['tolerance']:.0f}-point target.")
 
 
+def kernel_moves_table(record: dict, top: int = 8) -> str:
+    """The numbers that moved most between the two runs of a kernels record (``scripts/compare_kernels.py``)."""
+    first, second = (f"{run['workers'] or 2} workers x {run['threads'] or 1} threads" for run in record["runs"])
+    rows = [[str(seed), pool, name, f"{a:.1f}", f"{b:.1f}", f"{diff:.1f}"]
+            for seed, pool, name, a, b, diff in sorted(record["rows"], key=lambda r: -r[5])[:top]]
+    return markdown(["seed", "pool", "number at N", first, second, "difference (points)"], rows)
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
@@ -298,6 +306,7 @@ TABLES = {
     "lab-paper-findings": lambda s: markdown(*findings_rows(s["paper_findings"])),
     "lab-models": models_table,
     "lab-kernels": kernels_table,
+    "lab-kernels-moves": kernel_moves_table,
     "stalls": stalls_table,
     "calibration-chosen": calibration_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},

@@ -62,32 +62,38 @@ RUN_FIELDS = ("command", "commit", "workers", "threads", "timings", "total_wall_
 """What a comparison record keeps of each run: how it was made and how long each stage took."""
 
 
-def record(before: dict, after: dict, what: str) -> dict:
-    """Both runs' commands, commits and wall times, and whether every number they found is the same."""
-    found = differences(before, after)
-    return {"what": what, "identical_numbers": not found, "fields_compared": count_fields(before),
-            "differences": found, "runs": [{k: run.get(k) for k in RUN_FIELDS} for run in (before, after)]}
+def record(before: dict, afters: list[dict], what: str) -> dict:
+    """Every run's command, commit and wall times, and whether every number each later run found is the first's."""
+    found = [differences(before, after) for after in afters]
+    return {"what": what, "identical_numbers": not any(found), "fields_compared": count_fields(before),
+            "differences": [d for diffs in found for d in diffs],
+            "runs": [{k: run.get(k) for k in RUN_FIELDS} for run in (before, *afters)]}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("before")
-    parser.add_argument("after")
-    parser.add_argument("--record", help="also write both runs' wall times and the verdict to this JSON file "
+    parser.add_argument("after", nargs="+", help="one or more summaries, each compared with BEFORE")
+    parser.add_argument("--record", help="also write every run's wall times and the verdict to this JSON file "
                                          "(what docs/ tables are generated from)")
-    parser.add_argument("--what", default="", help="what the two runs differ in (kept in the record)")
+    parser.add_argument("--what", default="", help="what the runs differ in (kept in the record)")
     args = parser.parse_args(argv)
-    with open(args.before) as f, open(args.after) as g:
-        before, after = json.load(f), json.load(g)
-    found = differences(before, after)
-    for line in found:
-        print(line)
-    print(f"{args.after}: {'identical numbers' if not found else f'{len(found)} fields differ'}")
+    with open(args.before) as f:
+        before = json.load(f)
+    afters, status = [], 0
+    for path in args.after:
+        with open(path) as f:
+            afters.append(json.load(f))
+        found = differences(before, afters[-1])
+        for line in found:
+            print(line)
+        print(f"{path}: {'identical numbers' if not found else f'{len(found)} fields differ'}")
+        status |= bool(found)
     if args.record:
         with open(args.record, "w") as f:
-            json.dump(record(before, after, args.what), f, indent=1)
+            json.dump(record(before, afters, args.what), f, indent=1)
             f.write("\n")
-    return 1 if found else 0
+    return status
 
 
 if __name__ == "__main__":

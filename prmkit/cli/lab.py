@@ -378,8 +378,9 @@ def _register_run(sub) -> None:
     renamed(p, "--out", "--out-dir")
     _add_worker_flags(p)
     p.add_argument("--threads", type=int, default=1,
-                   help="torch threads per worker process; only the float kernels change, so the numbers must "
-                        "not (docs/lab.md, \"Numbers that survive the machine\"); not part of any cache key")
+                   help="torch threads per worker process, in every job (training, scoring, the base model); only "
+                        "the float kernels change, yet a seed's numbers move with them (docs/lab.md, \"Numbers "
+                        "that survive the machine\"); not part of any cache key")
     p.add_argument("--fresh", action="store_true",
                    help="delete RUN_DIR first and rerun every stage (the cached base model is kept)")
     _add_device_flag(p)

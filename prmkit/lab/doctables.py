@@ -94,10 +94,10 @@ def wall_table(summary: dict) -> str:
 
 
 def wall_compare_table(record: dict) -> str:
-    """Two runs of the same settings side by side (``scripts/compare_summaries.py --record``): wall and compute
-    seconds per stage, before and after, and whether every number they found is the same."""
-    before, after = record["runs"]
-    stages = list(dict.fromkeys([*before["timings"], *after["timings"]]))
+    """Runs of the same settings side by side (``scripts/compare_summaries.py --record``): wall and compute
+    seconds per stage of each, and whether every number the later runs found is the first's."""
+    runs = record["runs"]
+    stages = list(dict.fromkeys(stage for run in runs for stage in run["timings"]))
 
     def cells(run: dict, stage: str) -> list[str]:
         t = run["timings"].get(stage)
@@ -105,17 +105,16 @@ def wall_compare_table(record: dict) -> str:
             return ["-", "-"]
         return [f"{t['wall_seconds']:.1f}", f"{t['job_seconds']:.1f}" if "job_seconds" in t else "-"]
 
-    def compute(run: dict) -> str:
-        return f"{sum(t.get('job_seconds', 0.0) for t in run['timings'].values()):.1f}"
+    def total(run: dict) -> list[str]:
+        return [f"**{run['total_wall_seconds']:.1f}**", f"{sum(t.get('job_seconds', 0.0) for t in run['timings'].values()):.1f}"]
 
-    rows = [[stage, *cells(before, stage), *cells(after, stage)] for stage in stages]
-    rows.append(["**total**", f"**{before['total_wall_seconds']:.1f}**", compute(before),
-                 f"**{after['total_wall_seconds']:.1f}**", compute(after)])
+    rows = [[stage, *(c for run in runs for c in cells(run, stage))] for stage in stages]
+    rows.append(["**total**", *(c for run in runs for c in total(run))])
     verdict = ("every number identical" if record["identical_numbers"]
                else f"{len(record['differences'])} numbers differ")
-    head = [f"commit {before['commit'][:7]}: wall s", "compute s", f"commit {after['commit'][:7]}: wall s", "compute s"]
-    return markdown(["stage", *head], rows) + (f"\n\nThe two summaries, every field but wall times and provenance "
-                                              f"({record['fields_compared']:,} values): {verdict}.")
+    head = [h for i, run in enumerate(runs) for h in (f"run {i + 1}, commit {run['commit'][:7]}: wall s", "compute s")]
+    return markdown(["stage", *head], rows) + (f"\n\nEach later summary against the first, every field but wall "
+                                              f"times and provenance ({record['fields_compared']:,} values): {verdict}.")
 
 
 def sweep_table(summary: dict) -> str:

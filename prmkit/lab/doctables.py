@@ -284,7 +284,11 @@ def kernels_table(record: dict) -> str:
 
 def kernel_moves_table(record: dict, top: int = 8) -> str:
     """The numbers that moved most between the two runs of a kernels record (``scripts/compare_kernels.py``)."""
-    first, second = (f"{run['workers'] or 2} workers x {run['threads'] or 1} threads" for run in record["runs"])
+    def setting(run: dict) -> str:
+        workers, threads = run["workers"] or 2, run["threads"] or 1
+        return f"{workers} worker{'s' * (workers != 1)} x {threads} thread{'s' * (threads != 1)}"
+
+    first, second = (setting(run) for run in record["runs"])
     rows = [[str(seed), pool, name, f"{a:.1f}", f"{b:.1f}", f"{diff:.1f}"]
             for seed, pool, name, a, b, diff in sorted(record["rows"], key=lambda r: -r[5])[:top]]
     return markdown(["seed", "pool", "number at N", first, second, "difference (points)"], rows)

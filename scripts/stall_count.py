@@ -59,7 +59,8 @@ def one_run(kind: str, run: int, cfg, base_dir: str, data_dir: str, work: str) -
 def prepare(cfg, work: Path) -> tuple[str, dict[int, str]]:
     """The base model (the lab's cache) and every development seed's data job, as ``prmkit lab run`` makes them."""
     from prmkit.lab.base import base_key, ensure_base
-    from prmkit.lab.run import data_key_of, init_worker, job_data, run_job
+    from prmkit.lab.jobs import init_worker, run_job
+    from prmkit.lab.run import data_key_of, job_data
 
     init_worker()
     base_dir = str(ensure_base(cfg, progress=True, log=lambda *a: None))
@@ -100,7 +101,7 @@ def main(argv=None) -> int:
     jobs = [(kind, i) for i in range(args.runs) for kind in args.kinds.split(",")]
     import multiprocessing
 
-    from prmkit.lab.run import init_pool_worker
+    from prmkit.lab.jobs import init_pool_worker
 
     runs = []
     with ProcessPoolExecutor(args.workers, mp_context=multiprocessing.get_context("spawn"),

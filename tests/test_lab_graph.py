@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from prmkit.lab.run import Node, Runner
+from prmkit.lab.jobs import Node, Runner
 
 
 def _write(out: Path, name: str, reads: tuple[str, ...] = ()) -> dict:
@@ -166,8 +166,8 @@ def _threads_in_training(out: Path, data: str) -> dict:
     import torch
 
     from prmkit.lab.config import lab_rm
+    from prmkit.lab.jobs import init_worker
     from prmkit.lab.rm import job_config, lab_score_config
-    from prmkit.lab.run import init_worker
     from prmkit.train.loop import train_once
 
     init_worker()

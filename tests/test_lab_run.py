@@ -24,8 +24,8 @@ from prmkit.cli import main
 from prmkit.io import read_solutions
 from prmkit.lab import preset
 from prmkit.lab.base import BaseConfig, base_key, lab_tokenizer
+from prmkit.lab.jobs import key_of, run_job
 from prmkit.lab.likelihood import likelihood_scores
-from prmkit.lab.run import key_of, run_job
 
 SEEDS = (0, 1, 2)
 
@@ -89,7 +89,7 @@ def test_an_interrupted_job_resumes_in_its_partial_folder_only_under_the_same_ke
 _POOL_SCRIPT = """
 import multiprocessing, sys, time
 from concurrent.futures import ProcessPoolExecutor
-from prmkit.lab.run import init_pool_worker
+from prmkit.lab.jobs import init_pool_worker
 if __name__ == "__main__":
     pool = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"), initializer=init_pool_worker)
     list(pool.map(time.sleep, [0.5, 0.5]))

@@ -72,7 +72,7 @@ errors (plans), oracle reasons; see docs/lab.md.
 
 RUN_EPILOG = """\
 examples:
-  prmkit lab run                                   (default preset, seed 0: ~20 min on 2 cores, into runs/lab-default)
+  prmkit lab run                                   (default preset, seed 0: ~13 min on 2 cores, into runs/lab-default)
   prmkit lab run --preset quick                    (small pools: a few minutes)
   prmkit lab run --preset default --seeds report   (seeds 10-14: the published numbers in docs/lab.md)
   prmkit lab run --preset default --seeds dev      (seeds 0,1,2: for trying a recipe; never publish from them)
@@ -364,7 +364,7 @@ def _register_run(sub) -> None:
                                    "out-of-distribution family; report.html with figures, configuration and wall times.")
     _add_domain_flag(p)
     p.add_argument("--preset", choices=_preset_names(), default="default",
-                   help="quick (small pools, a few minutes), default (300 x 64 held out, 2,000 labelled, the paper's arms, ~20 min per "
+                   help="quick (small pools, a few minutes), default (300 x 64 held out, 2,000 labelled, the paper's arms, ~13 min per "
                         "seed), full (larger pools and a label-budget sweep), quick-lm (quick, its pools sampled "
                         "from the base model)")
     _add_recipe_flag(p)

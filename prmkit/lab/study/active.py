@@ -41,7 +41,8 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import RM_VERSION, init_worker
+from prmkit.lab.jobs import init_worker
+from prmkit.lab.run import RM_VERSION
 from prmkit.lab.study.active_pages import write_outputs
 from prmkit.lab.study.core import (
     AGGREGATION,

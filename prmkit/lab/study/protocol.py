@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from prmkit.lab.run import RM_VERSION, key_of
+from prmkit.lab.jobs import key_of
+from prmkit.lab.run import RM_VERSION
 
 UNKEYED = frozenset({"folder", "progress", "device", "cfg"})
 """Fields that say where and how a job runs, not what it computes (``cfg`` is keyed through ``reads``)."""
@@ -157,8 +158,8 @@ class TrainScore(Job):
         return str(Path(self.folder) / "model")
 
     def run(self, out: Path) -> dict:
+        from prmkit.lab.jobs import init_worker
         from prmkit.lab.rm import train_and_score
-        from prmkit.lab.run import init_worker
 
         init_worker()
         pools = {name: str(o.path) for name, o in self.pools.items()}
@@ -223,7 +224,7 @@ def study_dir(run_dir, name: str) -> Path:
 def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True,
               command: str = "", log=print, device: str = "auto") -> dict:
     """Run ``study`` for ``seeds`` into ``RUN_DIR/study-<name>/``; return its summary (also ``summary.json``)."""
-    from prmkit.lab.run import Runner, init_worker
+    from prmkit.lab.jobs import Runner, init_worker
     from prmkit.lab.stack import run_record
 
     record = run_record(study.packages)  # the code as it starts: a commit made while it runs is not its source

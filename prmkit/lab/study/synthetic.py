@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.run import init_worker
+from prmkit.lab.jobs import init_worker
 from prmkit.lab.study.config import DIFFERENCES, KIND, METHODS, NAMES  # noqa: F401  (NAMES re-exported)
 from prmkit.lab.study.core import (
     bon_per_problem,

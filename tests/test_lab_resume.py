@@ -64,5 +64,7 @@ def test_an_interrupted_run_resumes_to_the_same_bytes(tmp_path, monkeypatch):
                    and p.suffix in (".gz", ".safetensors") and "checkpoints" not in p.parts
                    and not (p.parent.parent.name == "scores" and not p.parent.name.startswith("label-free")))
     assert files and any(p.name == "model.safetensors" for p in files)
+    assert list(done.glob("seed-0/restarts/*/run/model.safetensors"))
+    assert not list(done.glob("seed-0/restarts/*/run/checkpoints")), "a finished restart keeps no checkpoints"
     for rel in files:
         assert (out / "seed-0" / rel).read_bytes() == (done / "seed-0" / rel).read_bytes(), rel

@@ -193,7 +193,11 @@ def job_restart(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, ba
     shared = (features_from(run_cfg, Path(prepared) / "surprise.npz", torch_device(device)) if run_cfg.features
               else contextlib.nullcontext())
     with shared:
-        return {"metrics": train_restart(run_cfg, restart, train_once, str(out / "run"))}
+        metrics = train_restart(run_cfg, restart, train_once, str(out / "run"))
+    # a finished restart never resumes: its checkpoints (optimiser states, about 20 MB) would only fill the run
+    # folder, as the restarts' folders did not when one job trained them all and kept the chosen one
+    shutil.rmtree(out / "run" / "checkpoints", ignore_errors=True)
+    return {"metrics": metrics}
 
 
 def job_select(out: Path, cfg: LabConfig, seed: int, data_dir: str, selector: str, device: str = "auto") -> dict:

@@ -96,15 +96,14 @@ def job_base(out: Path, cfg: LabConfig, progress: bool, device: str = "auto") ->
 
 
 def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_dir: str, data_dir: str,
-           progress: bool, pools: tuple[str, ...] = (), device: str = "auto", selector: str = "",
-           select_dir: str = "", restart_dirs: tuple[str, ...] = (), prepared: str = "") -> dict:
+           progress: bool, pools: tuple[str, ...] = (), device: str = "auto", select_dir: str = "",
+           restart_dirs: tuple[str, ...] = (), prepared: str = "") -> dict:
     """Train reward model ``name`` (``prm``, ``orm`` or a paper arm: :mod:`prmkit.lab.arms`) on its data at
     ``budget`` labels into ``out/model``, validated on the seed's shared validation split (never trained
     on); score ``pools`` with it when asked (the lab run scores in its own stage, the budget study here).
-    The paper's PRM first has its set chosen by ``selector`` (a model folder) and labelled, in ``out/select``,
-    or takes the set a :func:`job_select` folder ``select_dir`` holds. ``restart_dirs``: the
-    :func:`job_restart` folders of its restarts, already trained (the lab run trains them in parallel) on what
-    :func:`job_restart_data` wrote in ``prepared``; this job then only chooses among them."""
+    The paper's PRM takes the set a :func:`job_select` folder ``select_dir`` holds. ``restart_dirs``: the
+    :func:`job_restart` folders of its restarts, already trained (the lab run trains them in parallel) on the
+    data :func:`job_restart_data` wrote in ``prepared``; this job then only chooses among them."""
     from prmkit.lab.rm import train_and_score
 
     init_worker()
@@ -113,9 +112,14 @@ def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_di
         shutil.copytree(select_dir, out / "select", dirs_exist_ok=True, ignore=shutil.ignore_patterns("done.json"))
         chosen = json.loads((out / "select" / "selection.json").read_text())
     elif name == PAPER["prm"]:
-        (out / "select").mkdir(exist_ok=True)
-        chosen = job_select(out / "select", cfg, seed, data_dir, selector, device)["selection"]
-    rm = arm_data(out, name, budget, cfg, seed, data_dir, out / "select")
+        raise ValueError(f"{name}: its set is chosen by a job of its own (job_select); pass its folder as select_dir")
+    if prepared:  # the data its restarts trained on, written once
+        for file in ("train.jsonl.gz", "valid.jsonl.gz"):
+            if (Path(prepared) / file).is_file():
+                shutil.copyfile(Path(prepared) / file, out / file)
+        rm = arm_recipe(name, budget, cfg, out)
+    else:
+        rm = arm_data(out, name, budget, cfg, seed, data_dir, out / "select")
     if restart_dirs:  # a partial folder of this key may hold restarts of another recipe: these replace them
         shutil.rmtree(out / "model" / "restarts", ignore_errors=True)
     for r, folder in enumerate(restart_dirs):
@@ -402,7 +406,7 @@ class SeedGraph:
             nodes.append(Node((restart, key_of(key, "restart", r), job_restart, name, budget, cfg, self.seed,
                                self.base_dir, r, prepared, self.device), stage, (*needs, prepared)))
         nodes.append(Node((folder, key, job_rm, name, budget, cfg, self.seed, self.base_dir, self.data_dir,
-                           self.inner, (), self.device, "", select, tuple(restarts), prepared), stage,
+                           self.inner, (), self.device, select, tuple(restarts), prepared), stage,
                           (*needs, *restarts, *([prepared] if prepared else []))))
         return nodes
 

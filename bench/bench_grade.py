@@ -17,6 +17,11 @@ rejects a right one.
 
 ``--repeat K`` runs the whole bench K times, each in a fresh process (so that every cold timing is
 cold), and reports the median of each timing; every run's seconds are kept in the summary (``runs``).
+
+Beside them, in a fresh process of its own: prmkit on one thread (``grade_many`` with
+:class:`prmkit.grade.InProcess`: the symbolic step in the same process, no workers), cold and warm, and where
+prmkit's time goes (``stages``): the string fast path, the exact reader (``prmkit.grade.exact``), the pairs
+left to Math-Verify's parser and their seconds there, and one worker's start-up.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prmkit.grade import GradeError, SymbolicPool, grade_many
 from prmkit.grade.report import agreement_rows, speed_rows
-from prmkit.lab.stack import GRADE_PACKAGES, numeric_stack
+from prmkit.lab.stack import GRADE_PACKAGES, numeric_stack, source_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("PRMKIT_SHARED_DATA", ROOT.parent / "shared" / "data"))
@@ -84,6 +89,41 @@ def run_prmkit(pairs, pool: SymbolicPool) -> tuple[list, float]:
     return results, time.perf_counter() - start
 
 
+def run_single_and_stages() -> dict:
+    """In this (fresh) process: prmkit on one thread, cold then warm, then where the time goes."""
+    from prmkit.grade import InProcess, _prepare, _Prepared
+    from prmkit.grade.symbolic import _Worker
+    from prmkit.grade.worker import answer
+
+    pairs = load_pairs()
+    given_gold = [(given, gold) for _, given, gold, _ in pairs]
+    single = {}
+    for when in ("cold", "warm"):
+        start = time.perf_counter()
+        grade_many(given_gold, pool=InProcess(), errors="keep")
+        single[when] = time.perf_counter() - start
+    start = time.perf_counter()
+    prepared = [_prepare(given, gold, "strict") for given, gold in given_gold]
+    fast_s = time.perf_counter() - start
+    jobs = [p.job for p in prepared if isinstance(p, _Prepared)]
+    start = time.perf_counter()
+    for job in jobs:
+        answer(job)
+    parser_s = time.perf_counter() - start
+    start = time.perf_counter()
+    _Worker().kill()
+    reasons = collections.Counter(p.reason for p in prepared if not isinstance(p, _Prepared))
+    return {"single": single, "stages": {
+        "fast_path_s": fast_s, "decided_in_process": len(pairs) - len(jobs),
+        "decided_by_exact_values": sum(n for r, n in reasons.items() if r.endswith("-value")),
+        "to_parser": len(jobs), "parser_s_after_warm_up": parser_s, "worker_start_s": time.perf_counter() - start}}
+
+
+def measure_single_and_stages() -> dict:
+    out = subprocess.run([sys.executable, __file__, "--single-and-stages"], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.splitlines()[-1])
+
+
 def _delimited(text: str) -> str:
     return text if re.search(r"\$|\\\(|\\\[|\\boxed", text) else f"${text}$"
 
@@ -117,7 +157,11 @@ def main() -> None:
                         "(default: one per core)")
     parser.add_argument("--summary", metavar="JSON", help="also write the numbers to this file")
     parser.add_argument("--repeat", type=int, default=1, help="runs, each in a fresh process; timings are medians")
+    parser.add_argument("--single-and-stages", action="store_true", help=argparse.SUPPRESS)  # the child's part
     args = parser.parse_args()
+    if args.single_and_stages:
+        print(json.dumps(run_single_and_stages()))
+        return None
     if args.repeat > 1:
         return repeated(args)
     pairs = load_pairs()
@@ -130,19 +174,25 @@ def main() -> None:
         _, ours_warm = run_prmkit(pairs, pool)
     finally:
         pool.close()
+    child = measure_single_and_stages()
     summary = {
         "bench": "bench/bench_grade.py", "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "pairs": n,
         "graders": ["math-verify", "prmkit"],
         "how": {"math-verify": "README usage, in process, main thread", "prmkit": f"grade_many, {args.workers} workers"},
         "seconds": {"math-verify": {"cold": mv_cold, "warm": mv_warm}, "prmkit": {"cold": ours_cold, "warm": ours_warm}},
+        "single_thread": child["single"], "stages": child["stages"],
         "sources": agreement(pairs, {"math-verify": mv, "prmkit": [_says_correct(r) for r in ours]}),
         "prmkit_reasons": dict(collections.Counter(getattr(r, "reason", "error") for r in ours).most_common()),
         "prmkit_timeouts": sum(getattr(r, "reason", "") == "timeout" for r in ours),
         "prmkit_errors": sum(isinstance(r, GradeError) for r in ours),
         "stack": numeric_stack(GRADE_PACKAGES),
+        "commit": source_commit(),
     }
     print(f"{n} pairs (" + ", ".join(f"{v['pairs']} {k}" for k, v in summary["sources"].items() if k != "all") + ")")
     _print_table(*speed_rows(summary))
+    print(single_thread_line(summary))
+    print("prmkit's time: " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                                         for k, v in summary["stages"].items()))
     print("prmkit reasons: " + ", ".join(f"{k} {v}" for k, v in summary["prmkit_reasons"].items()))
     print("\nagainst the right verdict (strict mode; 'accepts wrong' is the failure that becomes a false label)")
     _print_table(*agreement_rows(summary))
@@ -163,14 +213,24 @@ def repeated(args) -> None:
             runs.append(json.loads(path.read_text()))
             print(f"run {k + 1}/{args.repeat}: " + ", ".join(
                 f"{g} cold {t['cold']:.2f} s warm {t['warm']:.2f} s" for g, t in runs[-1]["seconds"].items()))
-    summary = dict(runs[0], runs=[r["seconds"] for r in runs])
+    summary = dict(runs[0], runs=[dict(r["seconds"], single_thread=r["single_thread"]) for r in runs])
     summary["seconds"] = {g: {w: statistics.median(r["seconds"][g][w] for r in runs) for w in ("cold", "warm")}
                           for g in summary["graders"]}
+    summary["single_thread"] = {w: statistics.median(r["single_thread"][w] for r in runs) for w in ("cold", "warm")}
+    summary["stages"] = {k: statistics.median(r["stages"][k] for r in runs) for k in runs[0]["stages"]}
     summary["how"] = {g: f"{h}; median of {args.repeat} fresh runs" for g, h in summary["how"].items()}
+    summary["command"] = " ".join(["python", *sys.argv])
     _print_table(*speed_rows(summary))
+    print(single_thread_line(summary))
     if args.summary:
         Path(args.summary).write_text(json.dumps(summary, indent=1) + "\n")
         print(f"wrote {args.summary}")
+
+
+def single_thread_line(summary: dict) -> str:
+    one, mv = summary["single_thread"], summary["seconds"]["math-verify"]
+    return (f"prmkit on one thread (no workers): cold {one['cold']:.2f} s ({mv['cold'] / one['cold']:.2f}x Math-Verify), "
+            f"warm {one['warm']:.2f} s ({mv['warm'] / one['warm']:.2f}x)")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO, TypeVar
 
+import orjson
+
 from prmkit.schema import Problem, SchemaError, Solution
 
 T = TypeVar("T")
@@ -71,6 +73,11 @@ def open_text(path: str | os.PathLike, mode: str = "rt") -> TextIO:
     return open(path, mode, encoding="utf-8")
 
 
+def open_binary(path: str | os.PathLike):
+    """Open a file for reading bytes, through gzip when the name ends in ``.gz``."""
+    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
+
+
 def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """``(line number, text)`` of every line of a file (gzip for ``.gz``; a UTF-8 byte-order mark dropped).
 
@@ -80,7 +87,7 @@ def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:
     """
     number = 0
     try:
-        with gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb") as f:
+        with open_binary(path) as f:
             for number, raw in enumerate(f, start=1):
                 yield number, _decode(raw, path, number)
     except EOFError:  # gzip's "Compressed file ended before the end-of-stream marker was reached"
@@ -166,12 +173,35 @@ def _iter_lines(lines: Iterable[tuple[int, str]], path, rejects: RejectWriter | 
             continue
         text = line.rstrip("\r\n")
         try:
-            value = json.loads(line)
+            value = loads(line)
         except json.JSONDecodeError as e:
             error = RecordError(path, number, None, _not_json(e, line))
             _reject(rejects, error, Raw(number, text, text))
             continue
         yield Raw(number, value, text)
+
+
+def loads(text: str | bytes) -> Any:
+    """One JSON value, as :func:`json.loads` reads it, several times as fast: orjson first, and the standard
+    library where orjson refuses what it accepts (``NaN``, ``1e400``, lone surrogates) or reads otherwise
+    (an integer past 64 bits, which orjson makes a float), so that what is read and the errors raised
+    (``json.JSONDecodeError``, with its message) are the same.
+
+    >>> loads('{"a": [1, 2.5, null]}'), loads('[NaN]'), loads('[-18446744073709551616]'), loads(b'[1e400]')
+    ({'a': [1, 2.5, None]}, [nan], [-18446744073709551616], [inf])
+    """
+    raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
+    if _NINETEEN_DIGITS in raw.translate(_DIGITS_AS_ZERO):
+        # orjson reads an integer past 64 bits as a float, silently: the standard library keeps it whole
+        return json.loads(text)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
+_DIGITS_AS_ZERO = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_NINETEEN_DIGITS = b"0" * 19
 
 
 def _iter_array(lines: Iterable[tuple[int, str]], path) -> Iterator[Raw]:

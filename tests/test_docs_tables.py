@@ -35,10 +35,10 @@ def test_a_changed_summary_changes_the_doc(tmp_path):
 
 
 def test_the_committed_summaries_ran_on_the_pinned_stack():
-    from prmkit.lab.stack import GRADE_PACKAGES, PACKAGES, RL_PACKAGES, read_pins
+    from prmkit.lab.stack import GRADE_PACKAGES, PACKAGES, READ_PACKAGES, RL_PACKAGES, read_pins
 
     pins = read_pins(REPO / "constraints.txt")
-    assert set(pins) == {*PACKAGES, *RL_PACKAGES, *GRADE_PACKAGES}, "constraints.txt pins exactly the packages a summary may record"
+    assert set(pins) == {*PACKAGES, *RL_PACKAGES, *GRADE_PACKAGES, *READ_PACKAGES}, "constraints.txt pins exactly the packages a summary may record"
     for path in sorted((REPO / "docs" / "results").glob("*.json")):
         stack = json.loads(path.read_text()).get("stack")
         if stack is not None:  # summaries from before the stack was recorded have none

@@ -99,3 +99,23 @@ def test_ungradable_samples_are_left_out_and_counted(tmp_path):
     assert pool.n_samples == 2 and pool.ungradable == 1
     assert pool.has_answer.tolist() == [True, False]
     assert pool_summary(pool, 2)["ungradable_left_out"] == 1
+
+
+def test_plain_qwen_rows_read_as_the_checked_path_reads_them(tmp_path, monkeypatch):
+    """A qwen-candidates row that passes every check is added in bulk (prmkit.convert.candidates.plain_qwen_row);
+    the pool is the one the per-sample checks build, and a row it does not take goes that path."""
+    import prmkit.evaluate.pool as pool_module
+
+    rows = [{"idx": 0, "code": ["a", "b", "c"], "pred": ["1", "", "2"], "score": [True, False, False],
+             "pred_score": [[0.5], [0.25], [1]]},
+            {"idx": 1, "code": ["d", "e"], "pred": ["x", "x"], "score": [False, True], "pred_score": [0.1, None]},
+            {"idx": 2, "code": ["f"], "pred": ["\\frac{1}{2}"], "score": [True], "report": ["ok"]}]
+    path = tmp_path / "pool.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    plain = load_pool(path, "qwen-candidates", answer_key="exact")
+    monkeypatch.setattr(pool_module, "plain_qwen_row", lambda d: None)
+    checked = load_pool(path, "qwen-candidates", answer_key="exact")
+    for name in ("offsets", "correct", "has_answer", "group"):
+        np.testing.assert_array_equal(getattr(plain, name), getattr(checked, name))
+    np.testing.assert_array_equal(plain.scores["pred_score"], checked.scores["pred_score"])
+    assert plain.scores["pred_score"].tolist()[:3] == [0.5, 0.25, 1.0]

@@ -128,3 +128,29 @@ def test_real_scored_example(shared_data):
     assert pool.correct.tolist() == [True] and pool.has_answer.tolist() == [True]
     assert pool.scores["prm_score"].tolist() == [0.09157553704097245]
     assert pool.scores["orm_score"].tolist() == [0.6326445937156677]
+
+
+def test_plain_path_reads_what_the_checked_path_reads(tmp_path, monkeypatch):
+    """A released pool is read straight from its bytes (prmkit.evaluate.pool._read_plain_prm800k); the pool
+    is the one the record-by-record checked path builds, and a file it does not take goes that path."""
+    import prmkit.evaluate.pool as pool_module
+
+    records = SAMPLES + [{"problem": A, "answer": "2", "is_correct": True, "prm_score": 3, "orm_score": 1e-300,
+                          "steps": ["a"], "rating_probs": [{"1": 0.5}]}]
+    path = write_lines(tmp_path / "samples.jsonl", records)
+    fast = load_pool(path, "prm800k-samples", answer_key="exact")
+    monkeypatch.setattr(pool_module, "_read_plain_prm800k", lambda *a: None)
+    checked = load_pool(path, "prm800k-samples", answer_key="exact")
+    for name in ("offsets", "correct", "has_answer", "group"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(checked, name))
+    assert fast.problem_ids == checked.problem_ids and list(fast.scores) == list(checked.scores)
+    for name in fast.scores:
+        np.testing.assert_array_equal(fast.scores[name], checked.scores[name])
+
+
+@pytest.mark.parametrize("bad", ['{"problem": "q", "answer": "1", "is_correct": "yes"}', '{"problem": "q", "answer": '])
+def test_a_bad_line_far_into_a_file_is_named_by_the_checked_path(tmp_path, bad):
+    path = tmp_path / "samples.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in SAMPLES * 20) + bad + "\n", encoding="utf-8")
+    with pytest.raises(RecordError, match=f"samples.jsonl:{len(SAMPLES) * 20 + 1}"):
+        load_pool(path, "prm800k-samples", answer_key="exact")

@@ -59,14 +59,19 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter, argparse.ArgumentDefau
         return super()._get_help_string(action)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command tree; with ``only`` (a command of :data:`GROUPS`), that command's alone, which is all
+    a command line starting with it needs (every group imports its own modules: the labelling app's pull
+    in a web framework that ``prmkit eval`` has no use for)."""
     parser = argparse.ArgumentParser(
         prog="prmkit", formatter_class=HelpFormatter, epilog=EPILOG,
         description="prmkit: process supervision. Generation, step-labelled data, answer grading, "
                     "process and outcome reward models, best-of-N evaluation, serving.")
     parser.add_argument("--version", action="version", version=f"prmkit {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for module_name, _ in GROUPS:
+    for module_name, command in GROUPS:
+        if only is not None and command != only:
+            continue
         module = importlib.import_module(f"prmkit.cli.{module_name}")
         module.register(subparsers)
     _list_commands(subparsers)
@@ -111,8 +116,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     (:func:`prmkit.cli.flags.late_output`)."""
     from prmkit.cli.flags import late_output, switch_words
 
-    parser = build_parser()
-    args, extra = parser.parse_known_args(switch_words(parser, sys.argv[1:] if argv is None else list(argv)))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv and argv[0] in {command for _, command in GROUPS} else None)
+    args, extra = parser.parse_known_args(switch_words(parser, argv))
     if late_output(args, extra):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     return args

@@ -118,7 +118,6 @@ def run_bon(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
     from prmkit.evaluate.curves import default_ns, evaluate_pool, format_table
-    from prmkit.evaluate.plots import plot_bon
     from prmkit.evaluate.pool import load_pool
     from prmkit.evaluate.report import comparison_curves, read_provenance
     from prmkit.io import write_json
@@ -137,6 +136,8 @@ def run_bon(args: argparse.Namespace) -> int:
     result["settings"]["answer_key"] = args.answer_key
     print(format_table(result))
     if args.out:
+        from prmkit.evaluate.plots import plot_bon  # matplotlib, only when there is a figure to draw
+
         out = Path(args.out)
         result["figures"] = [f"{args.name}.png"]
         plot_bon(result, out / f"{args.name}.png", title=f"{Path(args.scored).name}")

@@ -137,6 +137,36 @@ def qwen_samples(d: Any) -> list[tuple[str, str | None, bool | None, float | Non
     return samples
 
 
+def plain_qwen_row(d: Any) -> tuple[list, list, list | None] | None:
+    """``(pred, score, pred_score as floats or None)`` of a ``qwen-candidates`` row whose every field passes
+    :func:`qwen_samples`' checks as a plain row does (answers strings, grades booleans, scores ``[x]`` or
+    numbers, one per text), checked with no per-sample calls; None for anything else, which
+    :func:`qwen_samples` then reads or refuses, naming the field.
+
+    >>> plain_qwen_row({"code": ["a", "b"], "pred": ["1", ""], "score": [True, False], "pred_score": [[.5], [1]]})
+    (['1', ''], [True, False], [0.5, 1.0])
+    """
+    if type(d) is not dict or type(d.get("code")) is not list:
+        return None
+    n, preds, grades, scores = len(d["code"]), d.get("pred"), d.get("score"), d.get("pred_score")
+    if type(preds) is not list or type(grades) is not list or len(preds) != n or len(grades) != n:
+        return None
+    reports = d.get("report")
+    if reports is not None and (type(reports) is not list or len(reports) != n):
+        return None
+    if not (all(type(t) is str for t in d["code"]) and all(type(p) is str for p in preds)
+            and all(type(g) is bool for g in grades)):
+        return None
+    if scores is None:
+        return preds, grades, None
+    if type(scores) is not list or len(scores) != n:
+        return None
+    flat = [s[0] if type(s) is list and len(s) == 1 else s for s in scores]
+    if not all(type(x) is float or type(x) is int for x in flat):
+        return None
+    return preds, grades, [float(x) for x in flat]
+
+
 def _qwen_problem(d: Any, line: int) -> Problem:
     question = opt(d, "question", (str,)) or req(d, "query", (str,))
     idx = opt(d, "idx", (int, str))
@@ -247,6 +277,9 @@ def prm800k_sample(d: Any) -> tuple[str, str | None, bool | None, dict[str, floa
     >>> prm800k_sample({"problem": "q", "answer": None, "given_answer": "2", "prm_score": 1})
     ('q', None, None, {'prm_score': 1.0})
     """
+    plain = plain_prm800k_sample(d)
+    if plain is not None:
+        return plain
     check_type(d, (dict,), "record")
     problem = req(d, "problem", (str,))
     answer_key = "answer" if "answer" in d else "given_answer"
@@ -256,6 +289,27 @@ def prm800k_sample(d: Any) -> tuple[str, str | None, bool | None, dict[str, floa
         raise SchemaError("is_correct", f"missing: a sample with an answer ({answer_key}) needs true or false")
     return problem, answer, correct, {name: number(d[name], name) for name in PRM800K_SCORES
                                       if d.get(name) is not None}
+
+
+def plain_prm800k_sample(d: Any) -> tuple[str, str | None, bool | None, dict[str, float]] | None:
+    """:func:`prm800k_sample` of a record that passes every check, read with no per-field calls (a released
+    pool is a million of them); None for anything else, which the full checks then read or refuse."""
+    if type(d) is not dict or type(d.get("problem")) is not str:
+        return None
+    answer = d["answer"] if "answer" in d else d.get("given_answer")
+    correct = d.get("is_correct")
+    if not (answer is None or type(answer) is str) or not (type(correct) is bool or correct is None):
+        return None
+    if correct is None and answer is not None and answer.strip():
+        return None
+    scores = {}
+    for name in PRM800K_SCORES:
+        value = d.get(name)
+        if value is not None:
+            if type(value) is not float and type(value) is not int:
+                return None
+            scores[name] = float(value)
+    return d["problem"], answer, correct, scores
 
 
 def number(value: Any, name: str) -> float:

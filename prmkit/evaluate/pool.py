@@ -34,13 +34,16 @@ any other solution format of :data:`prmkit.convert.FORMATS` (``processbench``, `
 
 from __future__ import annotations
 
+import itertools
 import math
+import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 
 from prmkit.convert import read as read_format
 from prmkit.convert import solution_formats
@@ -49,11 +52,13 @@ from prmkit.convert.candidates import (
     GSM8K_EXAMPLE_MODELS,
     gsm8k_samples,
     is_prm800k_sample,
+    plain_prm800k_sample,
+    plain_qwen_row,
     prm800k_sample,
     qwen_samples,
 )
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate, parse_score_spec
-from prmkit.io import NoRecords, RecordError, iter_json
+from prmkit.io import NoRecords, RecordError, iter_json, open_binary
 from prmkit.schema import SchemaError, Solution
 
 NATIVE = ("prmkit", "qwen-candidates", "gsm8k-examples", "prm800k-samples")
@@ -124,12 +129,16 @@ class Pool:
 # --- answer grouping -------------------------------------------------------------------------------
 
 def group_answers(answers: list[str], normalize: Callable[[str], str] = str.strip,
-                  equivalent: Callable[[str, str], bool] | None = None) -> list[int]:
+                  equivalent: Callable[[str, str], bool] | None = None, values: ExactValues | None = None) -> list[int]:
     """Group one problem's distinct answers: same ``normalize`` key first, then merge equivalent groups.
 
     Returns a group id per answer, numbered in order of first appearance. Merging is transitive
-    (union-find over the pairwise ``equivalent`` of group representatives), which is cheap because a
-    problem has few distinct answers.
+    (union-find over the pairwise ``equivalent`` of group representatives, the earlier one in the role of
+    gold). ``values`` spares most of those calls where many answers are plain numbers: answers it reads
+    with equal values are merged at once, two read values that :attr:`ExactValues.decide` calls different
+    are never compared, and only the pairs it leaves undecided, or with an answer it does not read, go to
+    ``equivalent``; the groups are the same as without it when ``equivalent`` agrees with it wherever it
+    decides (``prmkit.grade``'s does: it decides such pairs by these values).
 
     >>> group_answers(["1/2", "0.5", " 1/2", "3"], equivalent=lambda a, b: {a, b} == {"1/2", "0.5"})
     [0, 0, 0, 1]
@@ -145,13 +154,59 @@ def group_answers(answers: list[str], normalize: Callable[[str], str] = str.stri
             i = parent[i]
         return i
 
+    def merge(j: int, i: int) -> None:  # j < i: the earlier representative plays gold
+        if root(i) != root(j) and equivalent(reps[j], reps[i]):
+            parent[root(i)] = root(j)
+
     if equivalent is not None:
+        read = [values.read(r) for r in reps] if values is not None else [None] * len(reps)
         for i in range(len(reps)):
             for j in range(i):
-                if root(i) != root(j) and equivalent(reps[j], reps[i]):
-                    parent[root(i)] = root(j)
+                if read[i] is None or read[j] is None:
+                    merge(j, i)
+        if values is not None:
+            _merge_read(read, values, root, parent, merge)
     renumber: dict[int, int] = {}
     return [renumber.setdefault(root(k), len(renumber)) for k in first]
+
+
+@dataclass(frozen=True)
+class ExactValues:
+    """How :func:`group_answers` reads answers as values. ``read(answer)``: a hashable value, or None;
+    ``decide(a, b)``: True (equal), False (different) or None (ask ``equivalent``); ``scalar(v)``: a float for
+    a value that is one number, else None; ``decide`` of two scalars farther apart than ``window``
+    (relatively) is never None, so only neighbours in value order are compared."""
+
+    read: Callable[[str], Any]
+    decide: Callable[[Any, Any], bool | None]
+    scalar: Callable[[Any], float | None]
+    window: float
+
+
+def _merge_read(read: list, values: ExactValues, root, parent: list, merge) -> None:
+    """Merge the representatives read as values: equal values at once; then, of two numbers, only the pairs
+    close enough for ``values.decide`` to leave undecided (neighbours in value order within its window);
+    of pairs with a value that is not one number (a tuple, a matrix), those it does not decide, through
+    ``merge``."""
+    by_value: dict = {}
+    for i, v in enumerate(read):
+        if v is not None:
+            j = by_value.setdefault(v, i)
+            if j != i and root(i) != root(j):
+                parent[root(i)] = root(j)
+    scalars = {i: values.scalar(v) for i, v in enumerate(read) if v is not None}
+    order = sorted((x, i) for i, x in scalars.items() if x is not None)
+    for a, (x, i) in enumerate(order):
+        for y, j in itertools.islice(order, a + 1, None):
+            if y - x > values.window * max(1.0, abs(x), abs(y)):
+                break
+            if values.decide(read[i], read[j]) is None:
+                merge(min(i, j), max(i, j))
+    others = {i for i, x in scalars.items() if x is None}
+    for i in others:
+        for j in scalars:  # every read value, each pair of two others once
+            if (j not in others or j < i) and root(i) != root(j) and values.decide(read[i], read[j]) is None:
+                merge(min(i, j), max(i, j))
 
 
 def answer_grouper(answer_key: str) -> Callable[[list[str]], list[int]]:
@@ -162,7 +217,8 @@ def answer_grouper(answer_key: str) -> Callable[[list[str]], list[int]]:
         raise ValueError(f"unknown answer key {answer_key!r} (expected 'grader' or 'exact')")
     from prmkit import grade  # imported here: the grader pulls in sympy, which exact grouping does not need
 
-    return lambda answers: group_answers(answers, grade.normalize, grade.equivalent)
+    values = ExactValues(grade.grouping_value, grade.decide_values, grade.scalar_value, grade.CLOSE_WINDOW)
+    return lambda answers: group_answers(answers, grade.normalize, grade.equivalent, values)
 
 
 # --- building --------------------------------------------------------------------------------------
@@ -197,7 +253,8 @@ class PoolBuilder:
         self.has_answer.append(answered)
         self.correct.append(bool(correct) and answered)
         self._add_scores(scores or {})
-        self._add_lost(solution_scores or {})
+        if solution_scores or self.lost:
+            self._add_lost(solution_scores or {})
 
     def _add_lost(self, scores: dict) -> None:
         self.seen.update(k for k in scores if not k.endswith(STEPS_LOST))
@@ -333,6 +390,10 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
     sample has it, the pool carries :attr:`Pool.valid`."""
     if format not in FORMATS and format != "auto":
         raise ValueError(f"unknown pool format {format!r} (expected one of {', '.join(FORMATS)})")
+    if answer_key == "grader":  # a symbolic worker starts while the file is read, for the pairs grouping leaves it
+        from prmkit.grade.symbolic import default_pool
+
+        default_pool().prestart()
     builder = PoolBuilder(columns, answer_key=answer_key, format=format)
     truth = step_truth or recorded_step_truth
     if format not in NATIVE + ("auto",):  # read by its converter: errors name file, line and field there
@@ -354,6 +415,9 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
             builder.format = format = detect_format(first.value)
         except TypeError as e:
             raise RecordError(path, first.line, None, str(e)) from None
+    plain = _read_plain_prm800k(path, columns, answer_key) if format == "prm800k-samples" else None
+    if plain is not None:
+        return plain.build()
     add = {"prmkit": _add_prmkit, "qwen-candidates": _add_qwen, "gsm8k-examples": _add_gsm8k,
            "prm800k-samples": _add_prm800k}[format]
     for raw in _chain(first, records):
@@ -367,6 +431,30 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
         except (KeyError, TypeError, ValueError) as e:
             raise RecordError(path, raw.line, None, f"not a {format} record: {e!r}") from None
     return builder.build()
+
+
+def _read_plain_prm800k(path, columns: list[str] | None, answer_key: str) -> PoolBuilder | None:
+    """A ``prm800k-samples`` file read straight from its bytes (a released pool is about a million lines, and
+    reading is most of what best-of-N costs); None at the first line that is not a plain, valid sample (a
+    blank line is skipped): the general path then reads the file and names what is wrong where."""
+    builder = PoolBuilder(columns, answer_key=answer_key, format="prm800k-samples")
+    keep = None if columns is None else set(columns)
+    try:
+        with open_binary(path) as f:
+            for raw in f:
+                if raw.isspace():
+                    continue
+                plain = plain_prm800k_sample(orjson.loads(raw))  # see below on integers past 64 bits
+                if plain is None:
+                    return None
+                problem, answer, correct, scores = plain
+                builder.add(problem, answer, bool(correct), scores if keep is None else
+                            {k: v for k, v in scores.items() if k in keep})
+    except (ValueError, OSError, EOFError, zlib.error):  # malformed, not UTF-8, a cut gzip: the general path says so
+        return None
+    # orjson reads an integer past 64 bits as a float where json keeps it whole (prmkit.io.loads): here only
+    # the scores are numbers, and float() of either is the same correctly rounded value
+    return builder
 
 
 def _solutions_of(path, format: str) -> Iterator[Solution]:
@@ -518,6 +606,13 @@ def truncation_note(who: str, keys, column: str, step_key: bool = False) -> str:
 
 def _add_qwen(builder: PoolBuilder, value: dict, columns: list[str] | None) -> None:
     key = str(value.get("idx", value.get("question")))
+    plain = plain_qwen_row(value)
+    if plain is not None:  # one row is 1,860 samples in a released pool: checked and added in bulk
+        preds, grades, scores = plain
+        keep = scores is not None and (columns is None or "pred_score" in columns)
+        for pred, ok, score in zip(preds, grades, scores if keep else itertools.repeat(None)):
+            builder.add(key, pred or None, ok, {"pred_score": score} if keep else None)
+        return
     for j, (_, pred, ok, score, _) in enumerate(qwen_samples(value)):
         if ok is None:
             raise ValueError(f"sample {j} has no 'score' (its correctness): convert the file with `prmkit data "

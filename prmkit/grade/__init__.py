@@ -39,21 +39,51 @@ How a pair is graded (``docs/grading.md`` states the policy and the measurements
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
+from prmkit.grade.exact import CLOSE_WINDOW, Exact, decide, read_value
 from prmkit.grade.extract import count_boxes, extract_answer
 from prmkit.grade.normalize import canonical_latex, exact_number, is_decimal, normalize, strip_string
 from prmkit.grade.structure import collection_kind, entries
-from prmkit.grade.symbolic import DEFAULT_TIMEOUT, GradeError, GradeTimeout, SymbolicPool, default_pool
+from prmkit.grade.symbolic import (
+    DEFAULT_TIMEOUT,
+    GradeError,
+    GradeTimeout,
+    InProcess,
+    SymbolicPool,
+    default_pool,
+)
 from prmkit.grade.units import compare_units
 from prmkit.grade.words import equation_variable, loose_text, text_answer
 from prmkit.schema import GRADES
 
-__all__ = ["GRADERS", "MODES", "REASONS", "GradeError", "GradeResult", "GradeTimeout", "SymbolicPool",
-           "equivalent", "extract_answer", "grade", "grade_many", "normalize", "reference_grade", "solution_answer"]
+__all__ = [
+    "CLOSE_WINDOW",
+    "GRADERS",
+    "MODES",
+    "REASONS",
+    "Entries",
+    "GradeError",
+    "GradeResult",
+    "GradeTimeout",
+    "InProcess",
+    "SymbolicPool",
+    "answer_value",
+    "decide_values",
+    "equivalent",
+    "extract_answer",
+    "grade",
+    "grade_many",
+    "grouping_value",
+    "normalize",
+    "reference_grade",
+    "scalar_value",
+    "solution_answer",
+]
 
 MODES = ("strict", "lenient")
 """``strict``: variables, order and type matter. ``lenient``: also positional variables, sets ~ tuples,
@@ -61,8 +91,8 @@ relations ~ intervals, case and list order of plain comma lists ignored."""
 
 REASONS = {
     "equal-normalized": "correct", "equal-symbolic": "correct", "equal-unordered": "correct",
-    "equal-entries": "correct", "equal-converted": "correct", "equal-text": "correct",
-    "different-number": "incorrect", "different-text": "incorrect", "different-variable": "incorrect", "different-symbolic": "incorrect", "different-entries": "incorrect",
+    "equal-entries": "correct", "equal-converted": "correct", "equal-text": "correct", "equal-value": "correct",
+    "different-number": "incorrect", "different-value": "incorrect", "different-text": "incorrect", "different-variable": "incorrect", "different-symbolic": "incorrect", "different-entries": "incorrect",
     "different-unit": "incorrect", "different-collection": "incorrect", "no-answer": "incorrect",
     "given-unparsed": "unparseable", "timeout": "unparseable", "memory": "unparseable",
 }
@@ -165,25 +195,33 @@ def grade_many(pairs: Iterable[tuple[str | None, str]], mode: str = "strict", *,
     """
     if errors not in ("raise", "keep"):
         raise ValueError(f"errors must be 'raise' or 'keep', got {errors!r}")
-    prepared = [_prepare_or_error(i, given, gold, mode) for i, (given, gold) in enumerate(pairs)]
-    todo = [i for i, p in enumerate(prepared) if isinstance(p, _Prepared)]
     own = pool is None and workers is not None
-    if todo:
-        pool = pool or (SymbolicPool(workers, timeout or DEFAULT_TIMEOUT) if own else default_pool())
+    pool = pool or (SymbolicPool(workers, timeout or DEFAULT_TIMEOUT) if own else default_pool())
 
-        def one(i: int):
-            try:
-                return _finish(prepared[i], pool.run(prepared[i].job, timeout), on_timeout)
-            except GradeError as e:
-                return type(e)(f"pair {i}: {e}")
-
+    def one(i: int, p: _Prepared):
         try:
-            with ThreadPoolExecutor(max_workers=pool.workers) as executor:
-                for i, result in zip(todo, executor.map(one, todo)):
-                    prepared[i] = result
-        finally:
-            if own:
-                pool.close()
+            return _finish(p, pool.run(p.job, timeout), on_timeout)
+        except GradeError as e:
+            return type(e)(f"pair {i}: {e}")
+
+    prepared, pending = [], {}
+    try:
+        # the symbolic step of a pair starts as soon as the fast path hands it over, so that the workers start
+        # (importing sympy takes a while) while the other pairs are still being read
+        with ThreadPoolExecutor(max_workers=pool.workers) as executor:
+            try:
+                for i, (given, gold) in enumerate(pairs):
+                    prepared.append(_prepare_or_error(i, given, gold, mode))
+                    if isinstance(prepared[i], _Prepared):
+                        pending[i] = executor.submit(one, i, prepared[i])
+            except BaseException:  # a bad pair: the ones not yet sent need not be graded
+                executor.shutdown(cancel_futures=True)
+                raise
+            for i, future in pending.items():
+                prepared[i] = future.result()
+    finally:
+        if own:
+            pool.close()
     if errors == "raise":
         for p in prepared:
             if isinstance(p, GradeError):
@@ -293,7 +331,7 @@ def _fast(p: _Prepared, mode: str) -> GradeResult | None:
     if a is not None and b is not None and not _percent(p.given + p.gold):  # the answers, not the prose
         if _numbers_differ(p.given, p.gold, a, b):
             return p.result("different-number")
-    decided = _by_entries(p)
+    decided = _by_value(p) or _by_entries(p)
     if decided is not None:
         return decided
     if mode == "lenient" and not other_variable:
@@ -336,24 +374,107 @@ def _numbers_differ(given: str, gold: str, a, b) -> bool | None:
     return None
 
 
+def _by_value(p: _Prepared) -> GradeResult | None:
+    """Two plain numbers with roots, pi, powers (:mod:`prmkit.grade.exact`), compared exactly; None where
+    either is more than that, or where they differ by so little that the symbolic step's precision decides."""
+    if p.prose or _percent(p.given + p.gold):
+        return None
+    equal = decide(answer_value(p.given), answer_value(p.gold))
+    if equal is None:
+        return None
+    return p.result("equal-value" if equal else "different-value")
+
+
+@functools.lru_cache(maxsize=65536)
+def answer_value(answer: str) -> Exact | None:
+    """The exact value of a plain answer (:func:`prmkit.grade.exact.read_value`), cached: a pool's answers
+    repeat. A value that is not finite as a float is not read (it cannot be compared by closeness)."""
+    value = read_value(answer.strip())
+    return value if value is not None and math.isfinite(float(value)) else None
+
+
+@dataclass(frozen=True)
+class Entries:
+    """A collection or matrix whose every entry is a plain exact value (:func:`answer_value`): brackets
+    (``kind``), ``rows`` and the values, a set's in value order."""
+
+    kind: str
+    rows: int
+    values: tuple
+
+
+def grouping_value(answer: str) -> Exact | Entries | None:
+    """What :func:`decide_values` compares for a bare answer (as a pool's answer groups are formed): its exact
+    value, or its entries' where it is a collection of plain values; None for anything else.
+
+    >>> grouping_value("\\sqrt{8}") == grouping_value("2\\sqrt2"), grouping_value("\\{2, 1\\}") == grouping_value("\\{1, 2\\}")
+    (True, True)
+    """
+    value = answer_value(answer)
+    if value is not None:
+        return value
+    found = entries(canonical_latex(answer.strip()))
+    if found is None:
+        return None
+    kind, rows, cells = found
+    values = [answer_value(c) for c in cells]
+    if None in values:
+        return None
+    return Entries(kind, rows, tuple(sorted(values, key=_value_order) if kind == "{}" else values))
+
+
+def scalar_value(value: Exact | Entries) -> float | None:
+    """The number a :func:`grouping_value` is, or None for a collection."""
+    return float(value) if isinstance(value, Exact) else None
+
+
+def decide_values(a: Exact | Entries, b: Exact | Entries) -> bool | None:
+    """Whether :func:`grade` calls two :func:`grouping_value` answers equal (True) or not (False), where its
+    fast path decides them by these values; None where something else may decide (the symbolic step)."""
+    if isinstance(a, Exact) and isinstance(b, Exact):
+        return decide(a, b)
+    if isinstance(a, Exact) or isinstance(b, Exact):  # several values against one: (3, 4) is not 12
+        several = a if isinstance(a, Entries) else b
+        return False if len(several.values) > 1 else None
+    if (a.kind, a.rows, len(a.values)) != (b.kind, b.rows, len(b.values)):
+        return None
+    verdicts = [decide(x, y) for x, y in zip(a.values, b.values)]
+    return None if None in verdicts else all(verdicts)
+
+
+def _value_order(value: Exact) -> tuple:
+    return float(value), value.terms
+
+
 def _by_entries(p: _Prepared) -> GradeResult | None:
-    """Two collections or matrices of one shape whose entries are all exact numbers, entry by entry
-    (a set's entries in any order); None when shapes or brackets differ, or an entry is no number."""
+    """Two collections or matrices of one shape whose entries are all exact values, entry by entry (a set's
+    entries in any order), or a collection of several entries against one exact value (different); None
+    when shapes or brackets differ, or an entry is no value this reads."""
     ours, theirs = entries(canonical_latex(p.given)), entries(canonical_latex(p.gold))
+    if (ours is None) != (theirs is None):  # several values against one: (3, 4) is not 12
+        parts, other = (ours, p.gold) if theirs is None else (theirs, p.given)
+        several = len(parts[2]) > 1 and not _percent(p.given + p.gold)
+        return p.result("different-entries") if several and answer_value(other) is not None else None
     if ours is None or theirs is None or ours[:2] != theirs[:2] or len(ours[2]) != len(theirs[2]):
         return None
-    texts = ours[2], theirs[2]
-    values = [[exact_number(normalize(c)) for c in side] for side in texts]
+    values = [[_entry_value(c) for c in side] for side in (ours[2], theirs[2])]
     if any(v is None for side in values for v in side):
         return None
-    pairs = list(zip(texts[0], texts[1], values[0], values[1]))
     if ours[0] == "{}":  # a set: compare the sorted values
-        order = [sorted(range(len(v)), key=v.__getitem__) for v in values]
-        pairs = [(texts[0][i], texts[1][j], values[0][i], values[1][j]) for i, j in zip(*order)]
-    verdicts = [_numbers_differ(*pair) for pair in pairs]
+        values = [sorted(side, key=_value_order) for side in values]
+    verdicts = [decide(a, b) for a, b in zip(*values)]
     if any(v is None for v in verdicts):
         return None
-    return p.result("different-entries" if any(verdicts) else "equal-entries")
+    return p.result("equal-entries" if all(verdicts) else "different-entries")
+
+
+def _entry_value(cell: str) -> Exact | None:
+    """An entry's exact value: a rational :func:`normalize` reads (decimals, repeating decimals, ``a/b``), else
+    what :func:`answer_value` reads (roots, pi)."""
+    number = exact_number(normalize(cell))
+    if number is None:
+        return answer_value(cell)
+    return Exact((((1, 0), number),) if number else (), rounded=is_decimal(strip_string(cell)))
 
 
 def _items(key: str) -> list[str]:

@@ -36,4 +36,26 @@ def speed_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     ratio = {k: t["math-verify"][k] / t["prmkit"][k] for k in ("cold", "warm")}
     rows.append(["prmkit / math-verify", "throughput ratio", "", f"**{ratio['cold']:.2f}x**", "",
                  f"**{ratio['warm']:.2f}x**"])
+    one = summary.get("single_thread")
+    if one:  # summaries from before the one-thread row have none
+        rows.append(["prmkit, one thread", "grade_many with InProcess: no workers", f"{one['cold']:.2f}",
+                     f"{n / one['cold']:,.1f}", f"{one['warm']:.2f}", f"{n / one['warm']:,.1f}"])
+        rows.append(["prmkit one thread / math-verify", "throughput ratio", "",
+                     f"**{t['math-verify']['cold'] / one['cold']:.2f}x**", "",
+                     f"**{t['math-verify']['warm'] / one['warm']:.2f}x**"])
     return header, rows
+
+
+STAGES = {"fast_path_s": "string fast path and exact reader, every pair, one thread (s)",
+          "decided_in_process": "pairs decided in the process",
+          "decided_by_exact_values": "of which by exact values (prmkit.grade.exact)",
+          "to_parser": "pairs left to Math-Verify's parser",
+          "parser_s_after_warm_up": "their seconds in the parser, one process, after a warm-up pass",
+          "worker_start_s": "one worker's start-up (s)"}
+
+
+def stages_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Where prmkit's time goes (the bench's ``stages``, medians over its runs)."""
+    stages = summary.get("stages", {})
+    return ["stage", "value"], [[STAGES[k], f"{v:.2f}" if k.endswith("_s") else f"{v:,.0f}"]
+                                for k, v in stages.items() if k in STAGES]

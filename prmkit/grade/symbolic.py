@@ -133,6 +133,22 @@ class SymbolicPool:
         self._checkin(worker)
         return result
 
+    def prestart(self) -> None:
+        """Start one worker in the background, if a slot is free, so that a caller about to read a large file
+        has it ready (a worker takes a few tenths of a second to import sympy) when the first pair needs it."""
+        if not self._slots.acquire(blocking=False):
+            return
+
+        def start() -> None:
+            try:
+                worker = _Worker()
+            except BaseException:  # noqa: BLE001 - the first run() starts one again and reports why
+                self._slots.release()
+                return
+            self._checkin(worker)
+
+        threading.Thread(target=start, daemon=True).start()
+
     def _checkout(self) -> _Worker:
         self._slots.acquire()
         with self._lock:
@@ -156,6 +172,28 @@ class SymbolicPool:
             idle, self._idle = self._idle, []
         for worker in idle:
             worker.kill()
+
+
+class InProcess:
+    """The symbolic step in this process, with :class:`SymbolicPool`'s interface: no worker to start and no
+    deadline, so a pair that makes sympy run for ever stops this process with it. For trusted answers and for
+    measuring (``bench/bench_grade.py``'s single-threaded row); :func:`prmkit.grade.grade_many` with
+    ``pool=InProcess()`` grades on one thread.
+
+    >>> InProcess().run({"gold": "$\\\\frac{1}{2}$", "given": "$0.5$", "mode": "strict"})["equal"]
+    True
+    """
+
+    workers = 1
+    timeouts = 0
+
+    def run(self, job: dict, timeout: float | None = None) -> dict:
+        from prmkit.grade.worker import answer
+
+        return answer(job)
+
+    def close(self) -> None:
+        pass
 
 
 _default: SymbolicPool | None = None

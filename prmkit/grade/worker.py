@@ -116,14 +116,18 @@ def main() -> None:
     out.flush()
     for line in sys.stdin:
         job = json.loads(line)
-        try:
-            result = compare(job)
-        except MemoryError:
-            result = {"resource": "memory"}
-        except Exception as e:  # noqa: BLE001 - the boundary: every error goes back to the parent
-            result = {"error": _describe(e)}
-        out.write(json.dumps(dict(result, id=job.get("id"))) + "\n")
+        out.write(json.dumps(dict(answer(job), id=job.get("id"))) + "\n")
         out.flush()
+
+
+def answer(job: dict) -> dict:
+    """:func:`compare` as the parent reads it: running out of memory and any error become replies."""
+    try:
+        return compare(job)
+    except MemoryError:
+        return {"resource": "memory"}
+    except Exception as e:  # noqa: BLE001 - the boundary: every error goes back to the parent
+        return {"error": _describe(e)}
 
 
 def _limit_memory(megabytes: int) -> None:

@@ -226,6 +226,15 @@ def _grade_rows(name: str):
     return render
 
 
+def bon_read_table(summary: dict) -> str:
+    """``bench/bench_bon_read.py``: ``prmkit eval bon`` on large pools against a bare read of the same file."""
+    rows = [[r["format"], f"{r['lines']:,}", f"{r['bytes'] / 2**20:,.0f}", f"{r['bare_json_s']:.2f}",
+             f"{r['bare_orjson_s']:.2f}", f"{r['command_s']:.2f}", f"**{r['ratio']:.2f}x**",
+             f"{r['command_no_vote_s']:.2f}", f"**{r['ratio_no_vote']:.2f}x**"] for r in summary["rows"]]
+    return markdown(["layout", "lines", "MB", "bare read, json s", "bare read, orjson s", "command s",
+                     "command / bare json", "with --no-vote s", "--no-vote / bare json"], rows)
+
+
 def calibration_table(summary: dict) -> str:
     """The rule's statistics of the chosen family (``scripts/calibrate_family.py``), per development seed and
     pooled, beside the rule's ranges."""
@@ -317,7 +326,8 @@ TABLES = {
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
     **{f"autolabel-{name}": _study_rows("autolabel", name)
        for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples")},
-    **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed")},
+    **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed", "stages")},
+    "bon-read": bon_read_table,
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
 }
 """Every generated table, by the name a doc's marker uses."""

@@ -14,6 +14,8 @@ PACKAGES = ("torch", "transformers", "tokenizers", "accelerate", "peft", "safete
 """What the lab's numbers depend on (training, features, scoring, the estimators)."""
 GRADE_PACKAGES = ("math-verify", "latex2sympy2_extended", "sympy")
 """What the grading benchmark's numbers also depend on (``bench/bench_grade.py``: the symbolic step)."""
+READ_PACKAGES = ("orjson",)
+"""What the pool-reading benchmark's numbers also depend on (``bench/bench_bon_read.py``: the JSON parser)."""
 RL_PACKAGES = ("trl",)
 """What the numbers of a study that trains a policy also depend on (``prmkit lab study pressure``: TRL's GRPO)."""
 

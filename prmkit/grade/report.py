@@ -57,5 +57,5 @@ STAGES = {"fast_path_s": "string fast path and exact reader, every pair, one thr
 def stages_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """Where prmkit's time goes (the bench's ``stages``, medians over its runs)."""
     stages = summary.get("stages", {})
-    return ["stage", "value"], [[STAGES[k], f"{v:.2f}" if k.endswith("_s") else f"{v:,.0f}"]
+    return ["stage", "value"], [[STAGES[k], f"{v:,}" if isinstance(v, int) else f"{v:.2f}"]
                                 for k, v in stages.items() if k in STAGES]

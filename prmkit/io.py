@@ -191,7 +191,8 @@ def loads(text: str | bytes) -> Any:
     ({'a': [1, 2.5, None]}, [nan], [-18446744073709551616], [inf])
     """
     raw = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
-    if _NINETEEN_DIGITS in raw.translate(_DIGITS_AS_ZERO):
+    shape = b" " + raw.translate(_NUMBER_SHAPE)
+    if _LONG_INTEGER in shape:
         # orjson reads an integer past 64 bits as a float, silently: the standard library keeps it whole
         return json.loads(text)
     try:
@@ -200,8 +201,11 @@ def loads(text: str | bytes) -> Any:
         return json.loads(text)
 
 
-_DIGITS_AS_ZERO = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
-_NINETEEN_DIGITS = b"0" * 19
+_NUMBER_SHAPE = bytes(48 if 48 <= b <= 57 else 46 if b in b".eE" else 32 for b in range(256))
+"""Digits as ``0``, a decimal point or exponent mark as ``.``, anything else as a space: 19 digits after a
+space are an integer that may not fit 64 bits (or digits in a string, read the slow way for nothing); after
+a ``.`` they are a fraction's or an exponent's, which orjson reads as json does."""
+_LONG_INTEGER = b" " + b"0" * 19
 
 
 def _iter_array(lines: Iterable[tuple[int, str]], path) -> Iterator[Raw]:

@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from prmkit.convert.candidates import gsm8k_example_answer
 from prmkit.evaluate.pool import (
@@ -119,3 +121,31 @@ def test_plain_qwen_rows_read_as_the_checked_path_reads_them(tmp_path, monkeypat
         np.testing.assert_array_equal(getattr(plain, name), getattr(checked, name))
     np.testing.assert_array_equal(plain.scores["pred_score"], checked.scores["pred_score"])
     assert plain.scores["pred_score"].tolist()[:3] == [0.5, 0.25, 1.0]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["p", "q"]), st.lists(st.tuples(
+    st.sampled_from([None, "", " ", "1", "2", "x"]), st.booleans(), st.none() | st.floats(-5, 5)), max_size=6)),
+    max_size=5), st.sampled_from([None, ["s"]]))
+def test_add_many_is_add_of_each_sample(rows, columns):
+    """PoolBuilder.add_many (a row at a time) builds the pool that add (a sample at a time) builds."""
+    from prmkit.evaluate.pool import PoolBuilder
+
+    one, many = PoolBuilder(columns, answer_key="exact"), PoolBuilder(columns, answer_key="exact")
+    for problem, samples in rows:
+        for answer, ok, score in samples:
+            one.add(problem, answer, ok, {"s": score} if score is not None else {})
+        many.add_many(problem, [a for a, _, _ in samples], [ok for _, ok, _ in samples],
+                      {"s": [score for _, _, score in samples]})
+    if not one.prob:
+        return
+    if columns and all(score is None for _, samples in rows for _, _, score in samples):
+        with pytest.raises(ValueError, match="missing from every sample"):
+            many.build()
+        return
+    a, b = one.build(), many.build()
+    for name in ("offsets", "correct", "has_answer", "group"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert list(a.scores) == list(b.scores) and a.problem_ids == b.problem_ids
+    for name in a.scores:
+        np.testing.assert_array_equal(a.scores[name], b.scores[name])

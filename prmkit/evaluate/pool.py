@@ -256,6 +256,36 @@ class PoolBuilder:
         if solution_scores or self.lost:
             self._add_lost(solution_scores or {})
 
+    def add_many(self, problem: str, answers: list[str | None], correct: list[bool],
+                 scores: dict[str, list[float | None]] | None = None) -> None:
+        """Samples of one problem at once (a one-line-per-problem pool's row): what :meth:`add` of each, in
+        order, would do, with no per-sample call. ``scores``: per column, a value or None per sample."""
+        n = len(answers)
+        if not n:  # as add: a problem is known by its samples
+            return
+        p = self.problem_of.setdefault(problem, len(self.problem_of))
+        if p == len(self.answers):
+            self.answers.append({})
+        ids = self.answers[p]
+        answered = [a is not None and a.strip() != "" for a in answers]
+        before = len(self.prob)
+        self.valid.extend(array("b", [-1]) * n)
+        self.prob.extend(array("i", [p]) * n)
+        self.local.extend([ids.setdefault(a, len(ids)) if ok else -1 for a, ok in zip(answers, answered)])
+        self.has_answer.extend(answered)
+        self.correct.extend([bool(c) and ok for c, ok in zip(correct, answered)])
+        scores = scores or {}
+        if self.fixed_columns is None:
+            for name, values in scores.items():
+                if name not in self.scores and any(v is not None for v in values):
+                    self.scores[name] = array("d", [math.nan]) * before
+        for name, col in self.scores.items():
+            values = scores.get(name)
+            col.extend([math.nan if v is None else float(v) for v in values] if values is not None
+                       else array("d", [math.nan]) * n)
+        for col in self.lost.values():
+            col.extend(array("b", [0]) * n)
+
     def _add_lost(self, scores: dict) -> None:
         self.seen.update(k for k in scores if not k.endswith(STEPS_LOST))
         n = len(self.prob) - 1
@@ -610,8 +640,7 @@ def _add_qwen(builder: PoolBuilder, value: dict, columns: list[str] | None) -> N
     if plain is not None:  # one row is 1,860 samples in a released pool: checked and added in bulk
         preds, grades, scores = plain
         keep = scores is not None and (columns is None or "pred_score" in columns)
-        for pred, ok, score in zip(preds, grades, scores if keep else itertools.repeat(None)):
-            builder.add(key, pred or None, ok, {"pred_score": score} if keep else None)
+        builder.add_many(key, [pred or None for pred in preds], grades, {"pred_score": scores} if keep else None)
         return
     for j, (_, pred, ok, score, _) in enumerate(qwen_samples(value)):
         if ok is None:

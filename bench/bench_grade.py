@@ -91,9 +91,7 @@ def run_prmkit(pairs, pool: SymbolicPool) -> tuple[list, float]:
 
 def run_single_and_stages() -> dict:
     """In this (fresh) process: prmkit on one thread, cold then warm, then where the time goes."""
-    from prmkit.grade import InProcess, _prepare, _Prepared
-    from prmkit.grade.symbolic import _Worker
-    from prmkit.grade.worker import answer
+    from prmkit.grade import GradeResult, InProcess, fast_path
 
     pairs = load_pairs()
     given_gold = [(given, gold) for _, given, gold, _ in pairs]
@@ -103,20 +101,24 @@ def run_single_and_stages() -> dict:
         grade_many(given_gold, pool=InProcess(), errors="keep")
         single[when] = time.perf_counter() - start
     start = time.perf_counter()
-    prepared = [_prepare(given, gold, "strict") for given, gold in given_gold]
+    triaged = [fast_path(given, gold) for given, gold in given_gold]
     fast_s = time.perf_counter() - start
-    jobs = [p.job for p in prepared if isinstance(p, _Prepared)]
+    decided = [r for r in triaged if isinstance(r, GradeResult)]
+    jobs = [r for r in triaged if not isinstance(r, GradeResult)]
+    one = InProcess()
     start = time.perf_counter()
     for job in jobs:
-        answer(job)
+        one.run(job)
     parser_s = time.perf_counter() - start
+    pool = SymbolicPool(workers=1)
     start = time.perf_counter()
-    _Worker().kill()
-    reasons = collections.Counter(p.reason for p in prepared if not isinstance(p, _Prepared))
+    pool.run({"gold": "$1$", "given": "$1$", "mode": "strict"})
+    started = time.perf_counter() - start
+    pool.close()
     return {"single": single, "stages": {
-        "fast_path_s": fast_s, "decided_in_process": len(pairs) - len(jobs),
-        "decided_by_exact_values": sum(n for r, n in reasons.items() if r.endswith("-value")),
-        "to_parser": len(jobs), "parser_s_after_warm_up": parser_s, "worker_start_s": time.perf_counter() - start}}
+        "fast_path_s": fast_s, "decided_in_process": len(decided),
+        "decided_by_exact_values": sum(r.reason.endswith("-value") for r in decided),
+        "to_parser": len(jobs), "parser_s_after_warm_up": parser_s, "worker_start_s": started}}
 
 
 def measure_single_and_stages() -> dict:

@@ -159,3 +159,93 @@ def test_the_reader_agrees_with_math_verify_wherever_both_decide(a, b, same):
     theirs = compare({"gold": f"${b}$", "given": f"${a}$", "mode": "strict"})
     if "equal" in theirs and "error" not in theirs:
         assert theirs["equal"] == ours, (a, b, theirs)
+
+
+# --- what Math-Verify reads another way: left to the symbolic step (a review's findings) ---------------------
+
+
+@pytest.mark.parametrize("text", ["2\\frac{1}{2}", "-2\\frac12", "3\\dfrac{1}{4}", "2\\,\\frac{1}{2}", "0\\frac12",
+                                  "1/2\\pi", "3/4\\sqrt{2}", "1 \\div 2\\pi", "6 \\div 2(1+2)", "2(3)", "(2)(3)",
+                                  "2(1+\\sqrt5)", "\\sqrt(4)", "\\frac(1)(2)", "\\sqrt{\u0664}", "\\sqrt{1000000007}"])
+def test_forms_math_verify_reads_otherwise_are_not_read(text):
+    assert read_value(text) is None
+
+
+@pytest.mark.parametrize("given_, gold, verdict", [
+    ("2\\frac{1}{2}", "\\frac52", "correct"),  # a mixed number, as MATH writes them
+    ("2\\frac{1}{2}", "1", "incorrect"),
+    ("1/2\\pi", "\\frac{1}{2\\pi}", "correct"),
+    ("\\{5, 5\\}", "5", "correct"),  # the set {5}: not "several values against one"
+    ("[2, 2]", "2", "correct"),  # the interval [2, 2] is the point 2
+])
+def test_grade_agrees_with_math_verify_where_the_reader_steps_aside(given_, gold, verdict):
+    from prmkit.grade import InProcess
+
+    assert grade(given_, gold, pool=InProcess()).verdict == verdict
+
+
+def test_cancelling_terms_leave_the_pair_to_the_symbolic_step():
+    big = read_value("10^{20}\\sqrt{2}-141421356237309504880")  # about 0.1689, though its float is 0.0
+    assert decide(big, read_value("0.168872421")) is None
+
+
+def test_a_long_answer_of_large_radicands_reads_quickly():
+    import time
+
+    start = time.perf_counter()
+    read_value("+".join(["\\sqrt{99999989}"] * 15))
+    assert time.perf_counter() - start < 1.0
+
+
+# --- the pool's threads and slots ---------------------------------------------------------------------------
+
+
+def test_grade_many_stops_sending_pairs_after_a_failure():
+    """A worker that fails (not a verdict, not a GradeError) ends the batch; pairs not yet sent are not graded."""
+    import threading
+    import time as clock
+
+    from prmkit.grade import grade_many
+
+    class Failing:
+        workers, timeouts = 1, 0
+        calls = 0
+        lock = threading.Lock()
+
+        def run(self, job, timeout=None):
+            with self.lock:
+                Failing.calls += 1
+                first = Failing.calls == 1
+            if first:
+                raise RuntimeError("worker crashed")
+            clock.sleep(0.2)
+            return {"equal": True, "gold": [], "given": []}
+
+        def close(self):
+            pass
+
+    with pytest.raises(RuntimeError, match="crashed"):
+        grade_many([("x^2+2x", f"x(x+{k})") for k in range(20)], pool=Failing())
+    assert Failing.calls <= 3
+
+
+def test_prestart_starts_the_first_worker_once(monkeypatch):
+    import prmkit.grade.symbolic as symbolic
+
+    started = []
+
+    class Dummy:
+        def __init__(self):
+            started.append(self)
+
+        def kill(self):
+            pass
+
+    monkeypatch.setattr(symbolic, "_Worker", Dummy)
+    pool = symbolic.SymbolicPool(workers=2)
+    for _ in range(5):
+        pool.prestart()
+    import time as clock
+
+    clock.sleep(0.2)
+    assert len(started) == 1 and len(pool._idle) == 1

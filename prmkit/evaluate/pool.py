@@ -34,7 +34,6 @@ any other solution format of :data:`prmkit.convert.FORMATS` (``processbench``, `
 
 from __future__ import annotations
 
-import itertools
 import math
 import zlib
 from array import array
@@ -129,13 +128,13 @@ class Pool:
 # --- answer grouping -------------------------------------------------------------------------------
 
 def group_answers(answers: list[str], normalize: Callable[[str], str] = str.strip,
-                  equivalent: Callable[[str, str], bool] | None = None, values: ExactValues | None = None) -> list[int]:
+                  equivalent: Callable[[str, str], bool] | None = None, values: AnswerValues | None = None) -> list[int]:
     """Group one problem's distinct answers: same ``normalize`` key first, then merge equivalent groups.
 
     Returns a group id per answer, numbered in order of first appearance. Merging is transitive
     (union-find over the pairwise ``equivalent`` of group representatives, the earlier one in the role of
     gold). ``values`` spares most of those calls where many answers are plain numbers: answers it reads
-    with equal values are merged at once, two read values that :attr:`ExactValues.decide` calls different
+    with equal values are merged at once, two read values that :attr:`AnswerValues.decide` calls different
     are never compared, and only the pairs it leaves undecided, or with an answer it does not read, go to
     ``equivalent``; the groups are the same as without it when ``equivalent`` agrees with it wherever it
     decides (``prmkit.grade``'s does: it decides such pairs by these values).
@@ -171,7 +170,7 @@ def group_answers(answers: list[str], normalize: Callable[[str], str] = str.stri
 
 
 @dataclass(frozen=True)
-class ExactValues:
+class AnswerValues:
     """How :func:`group_answers` reads answers as values. ``read(answer)``: a hashable value, or None;
     ``decide(a, b)``: True (equal), False (different) or None (ask ``equivalent``); ``scalar(v)``: a float for
     a value that is one number, else None; ``decide`` of two scalars farther apart than ``window``
@@ -183,7 +182,7 @@ class ExactValues:
     window: float
 
 
-def _merge_read(read: list, values: ExactValues, root, parent: list, merge) -> None:
+def _merge_read(read: list, values: AnswerValues, root, parent: list, merge) -> None:
     """Merge the representatives read as values: equal values at once; then, of two numbers, only the pairs
     close enough for ``values.decide`` to leave undecided (neighbours in value order within its window);
     of pairs with a value that is not one number (a tuple, a matrix), those it does not decide, through
@@ -197,7 +196,8 @@ def _merge_read(read: list, values: ExactValues, root, parent: list, merge) -> N
     scalars = {i: values.scalar(v) for i, v in enumerate(read) if v is not None}
     order = sorted((x, i) for i, x in scalars.items() if x is not None)
     for a, (x, i) in enumerate(order):
-        for y, j in itertools.islice(order, a + 1, None):
+        for b in range(a + 1, len(order)):
+            y, j = order[b]
             if y - x > values.window * max(1.0, abs(x), abs(y)):
                 break
             if values.decide(read[i], read[j]) is None:
@@ -217,7 +217,7 @@ def answer_grouper(answer_key: str) -> Callable[[list[str]], list[int]]:
         raise ValueError(f"unknown answer key {answer_key!r} (expected 'grader' or 'exact')")
     from prmkit import grade  # imported here: the grader pulls in sympy, which exact grouping does not need
 
-    values = ExactValues(grade.grouping_value, grade.decide_values, grade.scalar_value, grade.CLOSE_WINDOW)
+    values = AnswerValues(grade.grouping_value, grade.decide_values, grade.scalar_value, grade.CLOSE_WINDOW)
     return lambda answers: group_answers(answers, grade.normalize, grade.equivalent, values)
 
 
@@ -474,7 +474,9 @@ def _read_plain_prm800k(path, columns: list[str] | None, answer_key: str) -> Poo
             for raw in f:
                 if raw.isspace():
                     continue
-                plain = plain_prm800k_sample(orjson.loads(raw))  # see below on integers past 64 bits
+                # orjson, not prmkit.io.loads: it reads an integer past 64 bits as a float where json keeps it
+                # whole, but here only the scores are numbers, and float() of either is the same value
+                plain = plain_prm800k_sample(orjson.loads(raw))
                 if plain is None:
                     return None
                 problem, answer, correct, scores = plain
@@ -482,8 +484,6 @@ def _read_plain_prm800k(path, columns: list[str] | None, answer_key: str) -> Poo
                             {k: v for k, v in scores.items() if k in keep})
     except (ValueError, OSError, EOFError, zlib.error):  # malformed, not UTF-8, a cut gzip: the general path says so
         return None
-    # orjson reads an integer past 64 bits as a float where json keeps it whole (prmkit.io.loads): here only
-    # the scores are numbers, and float() of either is the same correctly rounded value
     return builder
 
 

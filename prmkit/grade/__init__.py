@@ -183,7 +183,7 @@ def equivalent(a: str, b: str, mode: str = "strict", **kwargs) -> bool:
 
 def grade_many(pairs: Iterable[tuple[str | None, str]], mode: str = "strict", *, workers: int | None = None,
                timeout: float | None = None, on_timeout: str = "unparseable", errors: str = "raise",
-               pool: SymbolicPool | None = None) -> list:
+               pool: SymbolicPool | InProcess | None = None) -> list:
     """Grade ``(given, gold)`` pairs; the symbolic step runs on ``workers`` processes in parallel.
 
     With ``errors="raise"`` the first :class:`GradeError` is raised (its message names the pair's
@@ -214,11 +214,11 @@ def grade_many(pairs: Iterable[tuple[str | None, str]], mode: str = "strict", *,
                     prepared.append(_prepare_or_error(i, given, gold, mode))
                     if isinstance(prepared[i], _Prepared):
                         pending[i] = executor.submit(one, i, prepared[i])
-            except BaseException:  # a bad pair: the ones not yet sent need not be graded
+                for i, future in pending.items():
+                    prepared[i] = future.result()
+            except BaseException:  # a bad pair, a failed worker, ^C: the pairs not yet sent need not be graded
                 executor.shutdown(cancel_futures=True)
                 raise
-            for i, future in pending.items():
-                prepared[i] = future.result()
     finally:
         if own:
             pool.close()
@@ -301,6 +301,17 @@ def _gold_side(gold: str) -> tuple[str, str, str]:
     many answers against one gold (the worker caches its parse the same way)."""
     answer = extract_answer(gold) or gold.strip()
     return answer, normalize(answer), _for_math_verify(gold, answer)
+
+
+def fast_path(given: str | None, gold: str, mode: str = "strict") -> GradeResult | dict:
+    """The verdict :func:`grade` reaches without the symbolic step, or the job it would send there (for
+    measuring where the time goes: ``bench/bench_grade.py``).
+
+    >>> fast_path("3", "4").reason, fast_path("x^2+2x", "x(x+2)")["mode"]
+    ('different-number', 'strict')
+    """
+    prepared = _prepare(given, gold, mode)
+    return prepared.job if isinstance(prepared, _Prepared) else prepared
 
 
 def _prepare_or_error(index: int, given, gold, mode: str):
@@ -395,12 +406,13 @@ def answer_value(answer: str) -> Exact | None:
 
 @dataclass(frozen=True)
 class Entries:
-    """A collection or matrix whose every entry is a plain exact value (:func:`answer_value`): brackets
-    (``kind``), ``rows`` and the values, a set's in value order."""
+    """A collection or matrix whose every entry is an exact value: brackets (``kind``: ``"()"``, ``"[)"``,
+    ``"{}"`` for a set, ``"matrix"``), ``rows``, and the values (:class:`prmkit.grade.exact.Exact`), a set's
+    in value order."""
 
     kind: str
     rows: int
-    values: tuple
+    values: tuple[Exact, ...]
 
 
 def grouping_value(answer: str) -> Exact | Entries | None:
@@ -411,16 +423,7 @@ def grouping_value(answer: str) -> Exact | Entries | None:
     (True, True)
     """
     value = answer_value(answer)
-    if value is not None:
-        return value
-    found = entries(canonical_latex(answer.strip()))
-    if found is None:
-        return None
-    kind, rows, cells = found
-    values = [answer_value(c) for c in cells]
-    if None in values:
-        return None
-    return Entries(kind, rows, tuple(sorted(values, key=_value_order) if kind == "{}" else values))
+    return value if value is not None else _collection(answer, answer_value)
 
 
 def scalar_value(value: Exact | Entries) -> float | None:
@@ -433,9 +436,35 @@ def decide_values(a: Exact | Entries, b: Exact | Entries) -> bool | None:
     fast path decides them by these values; None where something else may decide (the symbolic step)."""
     if isinstance(a, Exact) and isinstance(b, Exact):
         return decide(a, b)
-    if isinstance(a, Exact) or isinstance(b, Exact):  # several values against one: (3, 4) is not 12
-        several = a if isinstance(a, Entries) else b
-        return False if len(several.values) > 1 else None
+    if isinstance(a, Exact) or isinstance(b, Exact):
+        return _against_one(a if isinstance(a, Entries) else b)
+    return _same_entries(a, b)
+
+
+def _collection(text: str, cell_value) -> Entries | None:
+    """``text`` as :class:`Entries`, each cell read by ``cell_value``; None where it is no collection or
+    matrix, or a cell is not read."""
+    found = entries(canonical_latex(text.strip()))
+    if found is None:
+        return None
+    kind, rows, cells = found
+    values = [cell_value(c) for c in cells]
+    if None in values:
+        return None
+    return Entries(kind, rows, tuple(sorted(values, key=_value_order) if kind == "{}" else values))
+
+
+def _against_one(several: Entries) -> bool | None:
+    """A collection against one value: different (False) when it holds two different values (no tuple,
+    interval or set of those is one number); None otherwise (``\\{5, 5\\}`` is the set {5}, ``[2, 2]`` the
+    point 2: the symbolic step decides)."""
+    first = several.values[0]
+    return False if any(decide(first, v) is False for v in several.values[1:]) else None
+
+
+def _same_entries(a: Entries, b: Entries) -> bool | None:
+    """Two collections entry by entry: None unless they have one shape and the same brackets, or where an
+    entry's comparison is undecided."""
     if (a.kind, a.rows, len(a.values)) != (b.kind, b.rows, len(b.values)):
         return None
     verdicts = [decide(x, y) for x, y in zip(a.values, b.values)]
@@ -448,24 +477,16 @@ def _value_order(value: Exact) -> tuple:
 
 def _by_entries(p: _Prepared) -> GradeResult | None:
     """Two collections or matrices of one shape whose entries are all exact values, entry by entry (a set's
-    entries in any order), or a collection of several entries against one exact value (different); None
-    when shapes or brackets differ, or an entry is no value this reads."""
-    ours, theirs = entries(canonical_latex(p.given)), entries(canonical_latex(p.gold))
-    if (ours is None) != (theirs is None):  # several values against one: (3, 4) is not 12
-        parts, other = (ours, p.gold) if theirs is None else (theirs, p.given)
-        several = len(parts[2]) > 1 and not _percent(p.given + p.gold)
-        return p.result("different-entries") if several and answer_value(other) is not None else None
-    if ours is None or theirs is None or ours[:2] != theirs[:2] or len(ours[2]) != len(theirs[2]):
-        return None
-    values = [[_entry_value(c) for c in side] for side in (ours[2], theirs[2])]
-    if any(v is None for side in values for v in side):
-        return None
-    if ours[0] == "{}":  # a set: compare the sorted values
-        values = [sorted(side, key=_value_order) for side in values]
-    verdicts = [decide(a, b) for a, b in zip(*values)]
-    if any(v is None for v in verdicts):
-        return None
-    return p.result("equal-entries" if all(verdicts) else "different-entries")
+    entries in any order), or a collection of two different values against one value (different); None
+    otherwise."""
+    ours, theirs = _collection(p.given, _entry_value), _collection(p.gold, _entry_value)
+    if ours is not None and theirs is not None:
+        equal = _same_entries(ours, theirs)
+    elif (ours or theirs) is not None and not _percent(p.given + p.gold):
+        equal = _against_one(ours or theirs) if answer_value(p.gold if ours else p.given) is not None else None
+    else:
+        equal = None
+    return None if equal is None else p.result("equal-entries" if equal else "different-entries")
 
 
 def _entry_value(cell: str) -> Exact | None:

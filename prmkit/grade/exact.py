@@ -5,9 +5,11 @@ powers with integer exponents, ``+ - \\cdot \\times /``, brackets) into an :clas
 terms ``c * sqrt(r) * pi^k`` with ``c`` rational, ``r`` a square-free integer and ``k`` an integer. Those
 terms are linearly independent over the rationals (square roots of distinct square-free integers are,
 and pi is transcendental), so two values are equal exactly when their terms are: equality is a
-comparison of canonical forms, in microseconds, with nothing that can hang. Anything else (a letter,
-a unit, a percent sign, a root of a sum, a sum in a denominator, a huge power) is None, and the
-grader's symbolic step decides as before.
+comparison of canonical forms, in microseconds, with nothing that can hang (powers, digits and radicands
+are bounded). Anything else (a letter, a unit, a percent sign, a root of a sum, a sum in a denominator, a
+huge power) is None, and the grader's symbolic step decides as before; so is what Math-Verify reads
+another way than the arithmetic would: a mixed number (``2\\frac12`` is 5/2), a bracket after a number
+(``2(3)``, which it reads as a sum), a product after a division (``1/2\\pi`` is 1/(2 pi) to it).
 
 >>> read_value("2\\\\sqrt{3}") == read_value("\\\\sqrt{12}"), read_value("\\\\frac{\\\\sqrt2}{2}") == read_value("\\\\frac{1}{\\\\sqrt{2}}")
 (True, True)
@@ -29,7 +31,8 @@ MAX_EXPONENT = 64
 MAX_DIGITS = 400
 """The largest numerator or denominator kept, in digits; a value past it is not read."""
 MAX_TERMS = 32
-MAX_RADICAND = 10**12
+"""The most terms a value may have (a sum of roots and powers of pi)."""
+MAX_RADICAND = 10**8
 """Square roots are simplified by trial division, so radicands past this are not read."""
 CLOSE = 1e-6
 """Two different values this close (relatively) are left to the symbolic step, which compares numbers at
@@ -40,8 +43,11 @@ this close, so such pairs go to the symbolic step too."""
 CLOSE_WINDOW = max(CLOSE, ROUNDED)
 """Two values farther apart than this (relatively) are always decided by :func:`decide`."""
 
-_TOKEN = re.compile(r"\s+|\\[,;:! ]|~|(\d+(?:\.\d*)?|\.\d+)|(\\[A-Za-z]+)|([-+*/^(){}\[\]])")
+_TOKEN = re.compile(r"\s+|\\[,;:! ]|~|([0-9]+(?:\.[0-9]*)?|\.[0-9]+)|(\\[A-Za-z]+)|([-+*/^(){}\[\]])")
 _FRACS = {"\\frac", "\\dfrac", "\\tfrac", "\\cfrac"}
+_IMPLICIT = {"\\sqrt", "\\pi"}
+"""What may follow a factor as an implicit product. Not a bracket (Math-Verify reads ``2(3)`` as a sum) and
+not ``\\frac`` after a number (``2\\frac12``, a mixed number)."""
 _TIMES = {"\\cdot", "\\times", "*"}
 _IGNORED = {"\\left", "\\right", "\\bigl", "\\bigr", "\\Bigl", "\\Bigr"}
 _CLOSING = {"(": ")", "{": "}", "[": "]"}
@@ -79,6 +85,14 @@ class Exact:
             factors = [str(c)] + ([f"sqrt({r})"] if r != 1 else []) + ([f"pi^{k}" if k != 1 else "pi"] if k else [])
             parts.append("*".join(factors))
         return " + ".join(parts)
+
+    @property
+    def magnitude(self) -> float:
+        """The sum of the terms' sizes, which bounds how far ``float()`` may be from the value."""
+        try:
+            return math.fsum(abs(float(c)) * math.sqrt(r) * math.pi**k for (r, k), c in self.terms)
+        except OverflowError:
+            return math.inf
 
     @property
     def rational(self) -> Fraction | None:
@@ -120,7 +134,9 @@ def decide(a: Exact | None, b: Exact | None) -> bool | None:
     if not (math.isfinite(x) and math.isfinite(y)):
         return None
     scale = max(1.0, abs(x), abs(y))
-    if abs(x - y) <= CLOSE * scale or ((a.rounded or b.rounded) and abs(x - y) <= ROUNDED * scale):
+    # the floats are sums of rounded terms: large terms that cancel leave an error of their size, not x's
+    error = 1e-12 * (a.magnitude + b.magnitude)
+    if abs(x - y) <= CLOSE * scale + error or ((a.rounded or b.rounded) and abs(x - y) <= ROUNDED * scale + error):
         return None
     return False
 
@@ -175,8 +191,12 @@ class _Reader:
             elif token in ("/", "\\div"):
                 self.take()
                 value = value.times(self.factor().inverse())
-            elif token in ("(", "\\sqrt", "\\pi", *_FRACS):
-                value = value.times(self.power())  # 2\sqrt{3}, 3\pi, 2(1 + \sqrt5): a product
+                if self.peek() in _IMPLICIT:  # 1/2\pi: Math-Verify reads 1/(2 pi), left to right reads pi/2
+                    raise Unreadable("a product after a division")
+            elif token in _IMPLICIT:
+                value = value.times(self.power())  # 2\sqrt{3}, 3\pi, \frac{1}{2}\sqrt{3}: a product
+            elif token in _FRACS and self.tokens[self.at - 1][0].isdigit():
+                raise Unreadable("a mixed number")  # 2\frac12 is 5/2 in MATH (and Math-Verify), 1 as a product
             else:
                 return value
 
@@ -198,17 +218,18 @@ class _Reader:
         return base.power(int(exponent))
 
     def group(self) -> _Value:
-        """A LaTeX argument: ``{...}`` or a single digit or command (``\\frac12``, ``\\sqrt2``)."""
+        """A LaTeX argument: ``{...}``, one digit (``\\frac12``, ``\\sqrt2``) or ``\\pi``; anything else
+        (``\\sqrt(4)``, which LaTeX does not write) is not read."""
         token = self.peek()
         if token == "{":
             return self.bracketed()
-        if token is not None and token[0].isdigit():
-            if "." in token:
-                raise Unreadable("a decimal as a one-character argument")
-            if len(token) > 1:  # \frac12 is \frac{1}{2}: an argument without braces is one digit
-                self.tokens[self.at:self.at + 1] = [token[0], token[1:]]
-            return self.number(self.take())
-        return self.atom()
+        if token == "\\pi":
+            return self.atom()
+        if token is None or not token[0].isdigit() or "." in token:
+            raise Unreadable(f"argument {token}")
+        if len(token) > 1:  # \frac12 is \frac{1}{2}: an argument without braces is one digit
+            self.tokens[self.at:self.at + 1] = [token[0], token[1:]]
+        return self.number(self.take())
 
     def bracketed(self) -> _Value:
         opening = self.take()

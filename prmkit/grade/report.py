@@ -51,7 +51,7 @@ STAGES = {"fast_path_s": "string fast path and exact reader, every pair, one thr
           "decided_by_exact_values": "of which by exact values (prmkit.grade.exact)",
           "to_parser": "pairs left to Math-Verify's parser",
           "parser_s_after_warm_up": "their seconds in the parser, one process, after a warm-up pass",
-          "worker_start_s": "one worker's start-up (s)"}
+          "worker_start_s": "one worker's start-up and a first one-digit pair (s)"}
 
 
 def stages_rows(summary: dict) -> tuple[list[str], list[list[str]]]:

@@ -113,6 +113,7 @@ class SymbolicPool:
         self._slots = threading.BoundedSemaphore(workers)
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
+        self._started = self._closed = False
         self.timeouts = 0
 
     def run(self, job: dict, timeout: float | None = None) -> dict:
@@ -134,8 +135,13 @@ class SymbolicPool:
         return result
 
     def prestart(self) -> None:
-        """Start one worker in the background, if a slot is free, so that a caller about to read a large file
-        has it ready (a worker takes a few tenths of a second to import sympy) when the first pair needs it."""
+        """Start the pool's first worker in the background, so that a caller about to read a large file has it
+        ready (a worker takes a few tenths of a second to import sympy) when the first pair needs it; nothing
+        once the pool has started one."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
         if not self._slots.acquire(blocking=False):
             return
 
@@ -143,6 +149,10 @@ class SymbolicPool:
             try:
                 worker = _Worker()
             except BaseException:  # noqa: BLE001 - the first run() starts one again and reports why
+                self._slots.release()
+                return
+            if self._closed:  # closed while it started: nothing would stop it
+                worker.kill()
                 self._slots.release()
                 return
             self._checkin(worker)
@@ -154,6 +164,7 @@ class SymbolicPool:
         with self._lock:
             if self._idle:
                 return self._idle.pop()
+        self._started = True
         try:
             return _Worker()
         except BaseException:
@@ -170,6 +181,7 @@ class SymbolicPool:
         """Stop every idle worker (busy ones stop when their caller returns them)."""
         with self._lock:
             idle, self._idle = self._idle, []
+            self._closed = True
         for worker in idle:
             worker.kill()
 
@@ -178,7 +190,8 @@ class InProcess:
     """The symbolic step in this process, with :class:`SymbolicPool`'s interface: no worker to start and no
     deadline, so a pair that makes sympy run for ever stops this process with it. For trusted answers and for
     measuring (``bench/bench_grade.py``'s single-threaded row); :func:`prmkit.grade.grade_many` with
-    ``pool=InProcess()`` grades on one thread.
+    ``pool=InProcess()`` grades on one thread. Importing the worker's module quiets Math-Verify's logger in
+    this process, as in a worker (it warns once that its own timeouts are off).
 
     >>> InProcess().run({"gold": "$\\\\frac{1}{2}$", "given": "$0.5$", "mode": "strict"})["equal"]
     True

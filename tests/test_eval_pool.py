@@ -117,6 +117,10 @@ def test_plain_qwen_rows_read_as_the_checked_path_reads_them(tmp_path, monkeypat
     plain = load_pool(path, "qwen-candidates", answer_key="exact")
     monkeypatch.setattr(pool_module, "plain_qwen_row", lambda d: None)
     checked = load_pool(path, "qwen-candidates", answer_key="exact")
+    big = tmp_path / "big.jsonl"  # problem keys past 64 bits stay apart, as json reads them
+    big.write_text("".join(json.dumps(dict(rows[0], idx=2**64 + k)) + "\n" for k in range(2)), encoding="utf-8")
+    monkeypatch.undo()
+    assert load_pool(big, "qwen-candidates", answer_key="exact").problem_ids == [str(2**64), str(2**64 + 1)]
     for name in ("offsets", "correct", "has_answer", "group"):
         np.testing.assert_array_equal(getattr(plain, name), getattr(checked, name))
     np.testing.assert_array_equal(plain.scores["pred_score"], checked.scores["pred_score"])

@@ -131,7 +131,7 @@ def test_real_scored_example(shared_data):
 
 
 def test_plain_path_reads_what_the_checked_path_reads(tmp_path, monkeypatch):
-    """A released pool is read straight from its bytes (prmkit.evaluate.pool._read_plain_prm800k); the pool
+    """A released pool is read straight from its bytes (prmkit.evaluate.pool._read_plain); the pool
     is the one the record-by-record checked path builds, and a file it does not take goes that path."""
     import prmkit.evaluate.pool as pool_module
 
@@ -139,7 +139,7 @@ def test_plain_path_reads_what_the_checked_path_reads(tmp_path, monkeypatch):
                           "steps": ["a"], "rating_probs": [{"1": 0.5}]}]
     path = write_lines(tmp_path / "samples.jsonl", records)
     fast = load_pool(path, "prm800k-samples", answer_key="exact")
-    monkeypatch.setattr(pool_module, "_read_plain_prm800k", lambda *a: None)
+    monkeypatch.setattr(pool_module, "_read_plain", lambda *a: None)
     checked = load_pool(path, "prm800k-samples", answer_key="exact")
     for name in ("offsets", "correct", "has_answer", "group"):
         np.testing.assert_array_equal(getattr(fast, name), getattr(checked, name))

@@ -140,7 +140,7 @@ def valued_expressions(draw, depth: int = 2) -> str:
         return draw(st.sampled_from([str(n), f"\\sqrt{{{n}}}", "\\pi", f"{n / 4}", f"\\frac{{{n}}}{{{draw(st.integers(1, 9))}}}"]))
     a, b = draw(valued_expressions(depth - 1)), draw(valued_expressions(depth - 1))
     return draw(st.sampled_from([f"{a}+{b}", f"{a}-{b}", f"{a}\\cdot {b}", f"\\frac{{{a}}}{{{b}}}", f"({a})^{{2}}",
-                                 f"\\sqrt{{{a}}}"]))
+                                 f"\\sqrt{{{a}}}", f"{a}/{b}", f"{a}{b}", f"{a}({b})", f"-{a}^{{2}}"]))
 
 
 @pytest.mark.slow

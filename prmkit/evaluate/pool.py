@@ -57,7 +57,7 @@ from prmkit.convert.candidates import (
     qwen_samples,
 )
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate, parse_score_spec
-from prmkit.io import NoRecords, RecordError, iter_json, open_binary
+from prmkit.io import NoRecords, RecordError, iter_json, loads, open_binary
 from prmkit.schema import SchemaError, Solution
 
 NATIVE = ("prmkit", "qwen-candidates", "gsm8k-examples", "prm800k-samples")
@@ -445,7 +445,7 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
             builder.format = format = detect_format(first.value)
         except TypeError as e:
             raise RecordError(path, first.line, None, str(e)) from None
-    plain = _read_plain_prm800k(path, columns, answer_key) if format == "prm800k-samples" else None
+    plain = _read_plain(path, format, columns, answer_key)
     if plain is not None:
         return plain.build()
     add = {"prmkit": _add_prmkit, "qwen-candidates": _add_qwen, "gsm8k-examples": _add_gsm8k,
@@ -463,28 +463,47 @@ def load_pool(path, format: str = "auto", columns: list[str] | None = None, answ
     return builder.build()
 
 
-def _read_plain_prm800k(path, columns: list[str] | None, answer_key: str) -> PoolBuilder | None:
-    """A ``prm800k-samples`` file read straight from its bytes (a released pool is about a million lines, and
-    reading is most of what best-of-N costs); None at the first line that is not a plain, valid sample (a
-    blank line is skipped): the general path then reads the file and names what is wrong where."""
-    builder = PoolBuilder(columns, answer_key=answer_key, format="prm800k-samples")
+def _read_plain(path, format: str, columns: list[str] | None, answer_key: str) -> PoolBuilder | None:
+    """A file of one of the released layouts (:data:`_PLAIN`) read straight from its bytes (a released pool is
+    about a million samples, and reading is most of what best-of-N costs); None where the format has no
+    such path, or at the first line that is not a plain, valid record (a blank line is skipped): the
+    general path then reads the file and names what is wrong where."""
+    add = _PLAIN.get(format)
+    if add is None:
+        return None
+    builder = PoolBuilder(columns, answer_key=answer_key, format=format)
     keep = None if columns is None else set(columns)
     try:
         with open_binary(path) as f:
             for raw in f:
-                if raw.isspace():
-                    continue
-                # orjson, not prmkit.io.loads: it reads an integer past 64 bits as a float where json keeps it
-                # whole, but here only the scores are numbers, and float() of either is the same value
-                plain = plain_prm800k_sample(orjson.loads(raw))
-                if plain is None:
+                if not raw.isspace() and not add(builder, raw, keep):
                     return None
-                problem, answer, correct, scores = plain
-                builder.add(problem, answer, bool(correct), scores if keep is None else
-                            {k: v for k, v in scores.items() if k in keep})
     except (ValueError, OSError, EOFError, zlib.error):  # malformed, not UTF-8, a cut gzip: the general path says so
         return None
     return builder
+
+
+def _plain_prm800k_line(builder: PoolBuilder, raw: bytes, keep: set[str] | None) -> bool:
+    # orjson, not prmkit.io.loads: it reads an integer past 64 bits as a float where json keeps it whole, but
+    # here only the scores are numbers, and float() of either is the same value
+    plain = plain_prm800k_sample(orjson.loads(raw))
+    if plain is None:
+        return False
+    problem, answer, correct, scores = plain
+    builder.add(problem, answer, bool(correct), scores if keep is None else {k: v for k, v in scores.items() if k in keep})
+    return True
+
+
+def _plain_qwen_line(builder: PoolBuilder, raw: bytes, keep: set[str] | None) -> bool:
+    value = loads(raw)  # as json reads it: an integer ``idx`` is the problem's key
+    plain = plain_qwen_row(value)
+    if plain is None:
+        return False
+    _add_qwen_row(builder, str(value.get("idx", value.get("question"))), plain, keep)
+    return True
+
+
+_PLAIN = {"prm800k-samples": _plain_prm800k_line, "qwen-candidates": _plain_qwen_line}
 
 
 def _solutions_of(path, format: str) -> Iterator[Solution]:
@@ -637,10 +656,8 @@ def truncation_note(who: str, keys, column: str, step_key: bool = False) -> str:
 def _add_qwen(builder: PoolBuilder, value: dict, columns: list[str] | None) -> None:
     key = str(value.get("idx", value.get("question")))
     plain = plain_qwen_row(value)
-    if plain is not None:  # one row is 1,860 samples in a released pool: checked and added in bulk
-        preds, grades, scores = plain
-        keep = scores is not None and (columns is None or "pred_score" in columns)
-        builder.add_many(key, [pred or None for pred in preds], grades, {"pred_score": scores} if keep else None)
+    if plain is not None:
+        _add_qwen_row(builder, key, plain, None if columns is None else set(columns))
         return
     for j, (_, pred, ok, score, _) in enumerate(qwen_samples(value)):
         if ok is None:
@@ -648,6 +665,14 @@ def _add_qwen(builder: PoolBuilder, value: dict, columns: list[str] | None) -> N
                              "convert --from qwen-candidates`, which grades it against the answer")
         scores = {"pred_score": score} if score is not None else {}
         builder.add(key, pred, ok, {k: v for k, v in scores.items() if columns is None or k in columns})
+
+
+def _add_qwen_row(builder: PoolBuilder, key: str, plain: tuple, keep: set[str] | None) -> None:
+    """A row :func:`prmkit.convert.candidates.plain_qwen_row` passed: 1,860 samples in a released pool, added
+    in bulk."""
+    preds, grades, scores = plain
+    kept = scores is not None and (keep is None or "pred_score" in keep)
+    builder.add_many(key, [pred or None for pred in preds], grades, {"pred_score": scores} if kept else None)
 
 
 def _add_gsm8k(builder: PoolBuilder, value: dict, columns: list[str] | None) -> None:

@@ -230,7 +230,7 @@ def test_grade_many_stops_sending_pairs_after_a_failure():
 
 
 def test_prestart_starts_the_first_worker_once(monkeypatch):
-    import prmkit.grade.symbolic as symbolic
+    from prmkit.grade import symbolic
 
     started = []
 

@@ -177,6 +177,8 @@ def test_forms_math_verify_reads_otherwise_are_not_read(text):
     ("1/2\\pi", "\\frac{1}{2\\pi}", "correct"),
     ("\\{5, 5\\}", "5", "correct"),  # the set {5}: not "several values against one"
     ("[2, 2]", "2", "correct"),  # the interval [2, 2] is the point 2
+    ("(2, 2)", "2", "incorrect"),  # a pair, or an empty open interval
+    ("(2, 2]", "2", "incorrect"),
 ])
 def test_grade_agrees_with_math_verify_where_the_reader_steps_aside(given_, gold, verdict):
     from prmkit.grade import InProcess

@@ -455,11 +455,14 @@ def _collection(text: str, cell_value) -> Entries | None:
 
 
 def _against_one(several: Entries) -> bool | None:
-    """A collection against one value: different (False) when it holds two different values (no tuple,
-    interval or set of those is one number); None otherwise (``\\{5, 5\\}`` is the set {5}, ``[2, 2]`` the
-    point 2: the symbolic step decides)."""
+    """A collection against one value: different (False), but for a set or a closed interval whose values are
+    not all different from each other (``\\{5, 5\\}`` is the set {5}, ``[2, 2]`` the point 2: Math-Verify calls
+    each equal to the number, so the symbolic step decides). A tuple, a half-open or open interval, a matrix,
+    or values two of which differ, is never one number."""
     first = several.values[0]
-    return False if any(decide(first, v) is False for v in several.values[1:]) else None
+    if several.kind in ("{}", "[]") and not any(decide(first, v) is False for v in several.values[1:]):
+        return None
+    return False
 
 
 def _same_entries(a: Entries, b: Entries) -> bool | None:

@@ -164,7 +164,7 @@ def main() -> int:
         rows.append(dict(measure(samples, "prm800k-samples", "prm_score,orm_score"), lines=lines))
         rows.append(dict(measure(qwen, "qwen-candidates", "pred_score"), lines=args.problems))
     print(f"{args.problems} problems x {args.samples} samples; seconds, each in a fresh process")
-    print(f"{'format':>16} {'MB':>7} {'json':>6} {'orjson':>7} {'command':>8} {'--no-vote':>10} {'ratio':>6} "
+    print(f"{'format':>16} {'MiB':>7} {'json':>6} {'orjson':>7} {'command':>8} {'--no-vote':>10} {'ratio':>6} "
           f"{'no-vote':>8}")
     for r in rows:
         print(f"{r['format']:>16} {r['bytes'] / 2**20:7.0f} {r['bare_json_s']:6.2f} {r['bare_orjson_s']:7.2f} "

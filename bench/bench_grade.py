@@ -7,7 +7,7 @@ Qwen2.5-Math candidate pool (800 sampled solutions against their problem's gold)
 thread with its own signal timeouts; prmkit runs ``grade_many`` with its worker pool.
 
 Two timings each: cold (prmkit: worker start-up inside the timed region; Math-Verify: its first call in
-this process, imports included) and warm (everything started, the same pairs again). The agreement
+this process, importing it included) and warm (everything started, the same pairs again). The agreement
 table counts, against the right verdict of each pair (Math-Verify's expectation for its cases, but for
 the ones ``RIGHT_OVERRIDES`` corrects; correct for MATH-500; the pool's recorded correctness, but for
 the one pair it gets wrong; the table's verdict), how often each grader accepts a wrong answer and
@@ -18,7 +18,7 @@ rejects a right one.
 ``--repeat K`` runs the whole bench K times, each in a fresh process (so that every cold timing is
 cold), and reports the median of each timing; every run's seconds are kept in the summary (``runs``).
 
-Beside them, in a fresh process of its own: prmkit on one thread (``grade_many`` with
+Beside them, each in a fresh process of its own: prmkit on one thread (``grade_many`` with
 :class:`prmkit.grade.InProcess`: the symbolic step in the same process, no workers), cold and warm, and where
 prmkit's time goes (``stages``): the string fast path, the exact reader (``prmkit.grade.exact``), the pairs
 left to Math-Verify's parser and their seconds there, and one worker's start-up.
@@ -75,9 +75,9 @@ def load_pairs() -> list[tuple[str, str, str, bool]]:
 
 
 def run_math_verify(pairs) -> tuple[list[bool], float]:
+    start = time.perf_counter()  # cold: importing sympy and the parser is inside, as prmkit's workers do it
     from math_verify import parse, verify
     logging.getLogger("math_verify").setLevel(logging.ERROR)
-    start = time.perf_counter()
     # The README's usage; a bare gold answer is put in $...$ so that its LaTeX is found.
     out = [bool(verify(parse(_delimited(gold)), parse(given))) for _, given, gold, _ in pairs]
     return out, time.perf_counter() - start
@@ -89,23 +89,34 @@ def run_prmkit(pairs, pool: SymbolicPool) -> tuple[list, float]:
     return results, time.perf_counter() - start
 
 
-def run_single_and_stages() -> dict:
-    """In this (fresh) process: prmkit on one thread, cold then warm, then where the time goes."""
-    from prmkit.grade import GradeResult, InProcess, fast_path
+def run_single() -> dict:
+    """In this (fresh) process: prmkit on one thread (the symbolic step in the process), cold then warm."""
+    from prmkit.grade import InProcess
 
-    pairs = load_pairs()
-    given_gold = [(given, gold) for _, given, gold, _ in pairs]
+    given_gold = [(given, gold) for _, given, gold, _ in load_pairs()]
     single = {}
     for when in ("cold", "warm"):
         start = time.perf_counter()
         grade_many(given_gold, pool=InProcess(), errors="keep")
         single[when] = time.perf_counter() - start
+    return single
+
+
+def run_stages() -> dict:
+    """In this (fresh) process: where prmkit's time goes. The fast path on every pair first, with its caches
+    empty; then the pairs it leaves, in this process's parser twice (the second pass timed: a warm parser);
+    then one worker's start-up."""
+    from prmkit.grade import GradeResult, InProcess, fast_path
+
+    given_gold = [(given, gold) for _, given, gold, _ in load_pairs()]
     start = time.perf_counter()
     triaged = [fast_path(given, gold) for given, gold in given_gold]
     fast_s = time.perf_counter() - start
     decided = [r for r in triaged if isinstance(r, GradeResult)]
     jobs = [r for r in triaged if not isinstance(r, GradeResult)]
     one = InProcess()
+    for job in jobs:
+        one.run(job)
     start = time.perf_counter()
     for job in jobs:
         one.run(job)
@@ -115,14 +126,14 @@ def run_single_and_stages() -> dict:
     pool.run({"gold": "$1$", "given": "$1$", "mode": "strict"})
     started = time.perf_counter() - start
     pool.close()
-    return {"single": single, "stages": {
-        "fast_path_s": fast_s, "decided_in_process": len(decided),
-        "decided_by_exact_values": sum(r.reason.endswith("-value") for r in decided),
-        "to_parser": len(jobs), "parser_s_after_warm_up": parser_s, "worker_start_s": started}}
+    return {"fast_path_s": fast_s, "decided_in_process": len(decided),
+            "decided_by_exact_values": sum(r.reason.endswith("-value") for r in decided),
+            "to_parser": len(jobs), "parser_s_after_warm_up": parser_s, "worker_start_s": started}
 
 
-def measure_single_and_stages() -> dict:
-    out = subprocess.run([sys.executable, __file__, "--single-and-stages"], capture_output=True, text=True, check=True)
+def in_child(part: str) -> dict:
+    """``run_single`` or ``run_stages`` in a fresh process of its own."""
+    out = subprocess.run([sys.executable, __file__, "--child", part], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.splitlines()[-1])
 
 
@@ -159,10 +170,10 @@ def main() -> None:
                         "(default: one per core)")
     parser.add_argument("--summary", metavar="JSON", help="also write the numbers to this file")
     parser.add_argument("--repeat", type=int, default=1, help="runs, each in a fresh process; timings are medians")
-    parser.add_argument("--single-and-stages", action="store_true", help=argparse.SUPPRESS)  # the child's part
+    parser.add_argument("--child", choices=["single", "stages"], help=argparse.SUPPRESS)  # a child's part
     args = parser.parse_args()
-    if args.single_and_stages:
-        print(json.dumps(run_single_and_stages()))
+    if args.child:
+        print(json.dumps(run_single() if args.child == "single" else run_stages()))
         return None
     if args.repeat > 1:
         return repeated(args)
@@ -176,13 +187,12 @@ def main() -> None:
         _, ours_warm = run_prmkit(pairs, pool)
     finally:
         pool.close()
-    child = measure_single_and_stages()
     summary = {
         "bench": "bench/bench_grade.py", "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "pairs": n,
         "graders": ["math-verify", "prmkit"],
         "how": {"math-verify": "README usage, in process, main thread", "prmkit": f"grade_many, {args.workers} workers"},
         "seconds": {"math-verify": {"cold": mv_cold, "warm": mv_warm}, "prmkit": {"cold": ours_cold, "warm": ours_warm}},
-        "single_thread": child["single"], "stages": child["stages"],
+        "single_thread": in_child("single"), "stages": in_child("stages"),
         "sources": agreement(pairs, {"math-verify": mv, "prmkit": [_says_correct(r) for r in ours]}),
         "prmkit_reasons": dict(collections.Counter(getattr(r, "reason", "error") for r in ours).most_common()),
         "prmkit_timeouts": sum(getattr(r, "reason", "") == "timeout" for r in ours),

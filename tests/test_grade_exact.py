@@ -105,7 +105,9 @@ def test_grade_decides_plain_values_without_the_symbolic_step(given_, gold, reas
 answers = st.sampled_from(["2", "4", "\\sqrt{4}", "\\frac{8}{4}", "2.0", "1.999", "\\sqrt{2}", "\\frac{2}{\\sqrt2}",
                            "1.414", "1.4142136", "\\pi", "3.14", "\\frac{\\pi}{1}", "(1, 2)", "\\left(1, \\frac{4}{2}\\right)",
                            "\\{2, 1\\}", "[1, 2]", "x = 2", "two", "2\\text{ cm}", "50\\%", "\\frac12", "0.5", "-0.5",
-                           "\\sqrt{3}+1", "1+\\sqrt3", "0.333", "\\frac{1}{3}", "\\frac{665857}{470832}"])
+                           "\\sqrt{3}+1", "1+\\sqrt3", "0.333", "\\frac{1}{3}", "\\frac{665857}{470832}",
+                           "10^{20}\\sqrt{2}-141421356237309504880", "0.168872421", "(2, 2)", "[2, 2]", "\\{2, 2\\}",
+                           "2\\frac{1}{2}", "\\frac52"])
 
 
 @pytest.mark.slow

@@ -173,8 +173,9 @@ def group_answers(answers: list[str], normalize: Callable[[str], str] = str.stri
 class AnswerValues:
     """How :func:`group_answers` reads answers as values. ``read(answer)``: a hashable value, or None;
     ``decide(a, b)``: True (equal), False (different) or None (ask ``equivalent``); ``scalar(v)``: a float for
-    a value that is one number, else None; ``decide`` of two scalars farther apart than ``window``
-    (relatively) is never None, so only neighbours in value order are compared."""
+    a value that is one number and whose float can be trusted, else None (such values are compared with
+    every other); ``decide`` of two scalars farther apart than ``window`` (relatively) is never None, so
+    only neighbours in value order are compared."""
 
     read: Callable[[str], Any]
     decide: Callable[[Any, Any], bool | None]

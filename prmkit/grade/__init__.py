@@ -427,8 +427,13 @@ def grouping_value(answer: str) -> Exact | Entries | None:
 
 
 def scalar_value(value: Exact | Entries) -> float | None:
-    """The number a :func:`grouping_value` is, or None for a collection."""
-    return float(value) if isinstance(value, Exact) else None
+    """The number a :func:`grouping_value` is, or None for a collection and for a value whose float may be
+    off by more than a tenth of :data:`CLOSE_WINDOW` (cancelling terms): those are compared with every other
+    answer, not only with neighbours in value order."""
+    if not isinstance(value, Exact):
+        return None
+    x = float(value)
+    return x if value.float_error <= 0.1 * CLOSE_WINDOW * max(1.0, abs(x)) else None
 
 
 def decide_values(a: Exact | Entries, b: Exact | Entries) -> bool | None:

@@ -95,6 +95,12 @@ class Exact:
             return math.inf
 
     @property
+    def float_error(self) -> float:
+        """A bound on how far ``float()`` may be from the value: the float is a sum of rounded terms, and large
+        terms that cancel leave an error of their size, not the sum's."""
+        return 1e-12 * self.magnitude
+
+    @property
     def rational(self) -> Fraction | None:
         """The value as a fraction where it is one."""
         if not self.terms:
@@ -134,8 +140,7 @@ def decide(a: Exact | None, b: Exact | None) -> bool | None:
     if not (math.isfinite(x) and math.isfinite(y)):
         return None
     scale = max(1.0, abs(x), abs(y))
-    # the floats are sums of rounded terms: large terms that cancel leave an error of their size, not x's
-    error = 1e-12 * (a.magnitude + b.magnitude)
+    error = a.float_error + b.float_error
     if abs(x - y) <= CLOSE * scale + error or ((a.rounded or b.rounded) and abs(x - y) <= ROUNDED * scale + error):
         return None
     return False

@@ -46,7 +46,7 @@ def speed_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
-STAGES = {"fast_path_s": "string fast path and exact reader, every pair, one thread (s)",
+STAGES = {"fast_path_s": "string fast path and exact reader, every pair, one thread, caches empty (s)",
           "decided_in_process": "pairs decided in the process",
           "decided_by_exact_values": "of which by exact values (prmkit.grade.exact)",
           "to_parser": "pairs left to Math-Verify's parser",

@@ -231,7 +231,7 @@ def bon_read_table(summary: dict) -> str:
     rows = [[r["format"], f"{r['lines']:,}", f"{r['bytes'] / 2**20:,.0f}", f"{r['bare_json_s']:.2f}",
              f"{r['bare_orjson_s']:.2f}", f"{r['command_s']:.2f}", f"**{r['ratio']:.2f}x**",
              f"{r['command_no_vote_s']:.2f}", f"**{r['ratio_no_vote']:.2f}x**"] for r in summary["rows"]]
-    return markdown(["layout", "lines", "MB", "bare read, json s", "bare read, orjson s", "command s",
+    return markdown(["layout", "lines", "MiB", "bare read, json s", "bare read, orjson s", "command s",
                      "command / bare json", "with --no-vote s", "--no-vote / bare json"], rows)
 
 

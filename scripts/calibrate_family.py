@@ -9,6 +9,7 @@ pass@1. The first candidate that meets every condition is the choice; the search
 
     .venv/bin/python scripts/calibrate_family.py --out docs/results/calibration.json
     .venv/bin/python scripts/calibrate_family.py --all --problems 100     # the whole grid, smaller pools
+    .venv/bin/python scripts/calibrate_family.py --domain plans --out docs/results/calibration-plans.json
 """
 
 from __future__ import annotations
@@ -50,18 +51,38 @@ SECOND_GRID = [
 a wrong step at 29.6%, both from silent fixes compounding over long chains) and before this grid ran: no
 ``set``, silent fixes rarer or none, misconceptions held more often and more firmly. Same rule, same order
 convention (transactions outermost, then the silent-fix rate, the rate and the strength of misconceptions)."""
+PLANS_GRID = [
+    {"domain.tasks": tasks, "generator.answer_slip_rate": slip, "generator.skill": skill,
+     "generator.oversight_rate": rate, "generator.oversight_strength": strength}
+    for tasks, slip, skill, rate, strength in itertools.product(
+        [(6, 8), (7, 9), (8, 10)], [0.03, 0.01], [0.25, 0.15, 0.08], [0.5, 0.75], [(0.5, 0.85), (0.8, 1.0)])
+]
+"""The plans domain's grid, written on 2026-12-05 with its rule (docs/lab.md, "Choosing the plans family")
+before any candidate was measured. In its order: tasks per problem outermost, then the rate of answers
+misreported by a day, the planner's skill (the chance a day is chosen by looking ahead), the rate of problems
+with an overlooked constraint, and how firmly their samples overlook it. The first is the plans domain's
+present default."""
 GRIDS = {1: CANDIDATES, 2: SECOND_GRID}
+DOMAIN_GRIDS = {"ledger": GRIDS, "plans": {1: PLANS_GRID}}
+FROM_PRESET = {"ledger": "easy", "plans": "default"}
+"""The preset each domain's grids vary from: the ledger's family before the grids chose (``easy``), the
+plans domain's uncalibrated default."""
 
 RULE = {"pass@64": (0.70, 0.85), "maj_acc@64": (0.0, 0.30), "right_answer_wrong_step": (0.10, 0.19)}
 """Each statistic's allowed range, both ends included (docs/lab.md)."""
 
 
-def measure(overrides: dict, seeds=DEV_SEEDS, problems: int = 300) -> dict:
-    """The rule's statistics of one candidate, pooled over ``seeds`` (each a mean over its problems)."""
-    cfg = preset("easy").replace(overrides)  # the family the grids vary from (the default until they chose)
+def measure(overrides: dict, seeds=DEV_SEEDS, problems: int = 300, domain: str = "ledger") -> dict:
+    """The rule's statistics of one candidate, pooled over ``seeds`` (each a mean over its problems); for a
+    domain with delayed errors, the share of samples whose first error is delayed, reported beside them."""
+    cfg = preset(FROM_PRESET[domain], domain).replace(overrides)
     per_seed = [pool_stats(generate_pool(cfg, seed, "eval", problems=problems)) for seed in seeds]
     keys = ("pass@1", "pass@64", "maj_acc@64", "right_answer_wrong_step", "step_limit@64", "step_limit@16",
             "step_limit@4", "pass@4", "pass@16")
+    for d in per_seed:
+        if "first_error_kind" in d:
+            d["first_error_delayed"] = d["first_error_kind"]["delayed"]
+    keys += ("first_error_delayed",) if "first_error_delayed" in per_seed[0] else ()
     pooled = {k: sum(d[k] for d in per_seed) / len(per_seed) for k in keys}
     pooled["per_seed"] = {str(s): {k: d[k] for k in keys} for s, d in zip(seeds, per_seed)}
     return pooled
@@ -73,9 +94,10 @@ def meets(stats: dict) -> bool:
 
 def row(i: int, overrides: dict, stats: dict) -> str:
     knobs = " ".join(f"{k.split('.')[-1]}={v}" for k, v in overrides.items() if k != "domain.weights")
-    knobs += f" set={dict(overrides['domain.weights']).get('set', 0)}"
-    nums = "  ".join(f"{k} {100 * stats[k]:5.1f}" for k in ("pass@1", "pass@64", "maj_acc@64",
-                                                            "right_answer_wrong_step", "step_limit@64"))
+    if "domain.weights" in overrides:
+        knobs += f" set={dict(overrides['domain.weights']).get('set', 0)}"
+    shown = ("pass@1", "pass@64", "maj_acc@64", "right_answer_wrong_step", "step_limit@64", "first_error_delayed")
+    nums = "  ".join(f"{k} {100 * stats[k]:5.1f}" for k in shown if k in stats)
     return f"{i:2d} {'MEETS' if meets(stats) else '     '} {nums}   {knobs}"
 
 
@@ -86,13 +108,18 @@ def main(argv=None) -> int:
     parser.add_argument("--problems", type=int, default=300, help="eval problems per seed (the rule: 300)")
     parser.add_argument("--out", help="write every measured candidate and the choice here (JSON)")
     parser.add_argument("--grid", type=int, choices=sorted(GRIDS), default=1,
-                        help="1: the grid fixed with the rule; 2: the second, fixed after the first met it nowhere")
+                        help="1: the grid fixed with the rule; 2 (ledger): the second, fixed after the first met it "
+                             "nowhere")
+    parser.add_argument("--domain", choices=sorted(DOMAIN_GRIDS), default="ledger",
+                        help="the lab domain whose family is chosen (plans: its own grid, the same rule)")
     args = parser.parse_args(argv)
     start, measured, chosen = time.perf_counter(), [], None
     record = run_record()  # the code as it starts
-    candidates = GRIDS[args.grid]
+    if args.grid not in DOMAIN_GRIDS[args.domain]:
+        parser.error(f"the {args.domain} domain has no grid {args.grid}")
+    candidates = DOMAIN_GRIDS[args.domain][args.grid]
     for i, overrides in enumerate(tqdm(candidates, desc="candidates", file=sys.stderr)):
-        stats = measure(overrides, problems=args.problems)
+        stats = measure(overrides, problems=args.problems, domain=args.domain)
         measured.append({"index": i, "overrides": overrides, "stats": stats, "meets": meets(stats)})
         tqdm.write(row(i, overrides, stats))
         if chosen is None and meets(stats):
@@ -101,7 +128,7 @@ def main(argv=None) -> int:
                 break
     print(f"chosen: {chosen} ({candidates[chosen] if chosen is not None else 'none meets the rule'})")
     if args.out:
-        summary = {"grid": args.grid, "rule": {k: list(v) for k, v in RULE.items()}, "dev_seeds": list(DEV_SEEDS),
+        summary = {"domain": args.domain, "grid": args.grid, "rule": {k: list(v) for k, v in RULE.items()}, "dev_seeds": list(DEV_SEEDS),
                    "problems_per_seed": args.problems, "samples": 64, "chosen": chosen, "candidates": measured,
                    "command": " ".join(["scripts/calibrate_family.py", *(argv or sys.argv[1:])]),
                    "seconds": round(time.perf_counter() - start, 1), **record}

@@ -168,6 +168,29 @@ def test_a_pool_of_two_domains_is_refused():
         pool_stats(mixed)
 
 
+def test_step_auroc_tells_delayed_errors_from_immediate_ones_in_the_plans_domain(tmp_path):
+    """A step score that sees every immediate error and no delayed one: AUROC 1 on the immediate kind, 0 on
+    the delayed (each scored above every right step), and a ledger pool gets no kinds at all."""
+    from prmkit.lab.domains import oracle_labels
+    from prmkit.lab.scoring import step_auroc
+
+    pool = generate_pool(preset("quick", "plans"), 0, "eval", problems=30, samples=8)
+    score = {"immediate": 0.1, "delayed": 0.95, None: 0.9}
+    for sol in pool:
+        for step, lab in zip([s for s in sol.steps if s.taken is not None], oracle_labels(sol)):
+            step.scores["p_correct"] = score[PLANS.error_kind(lab.reason)]
+    write_records(tmp_path / "plans.jsonl.gz", pool)
+    kinds = step_auroc(tmp_path / "plans.jsonl.gz")["by_kind"]
+    assert kinds["immediate"]["auroc"] == 1.0 and kinds["delayed"]["auroc"] == 0.0
+    assert min(k["wrong_steps"] for k in kinds.values()) > 0
+    ledger = generate_pool(preset("quick"), 0, "eval", problems=5, samples=4)
+    for sol in ledger:
+        for step in sol.steps:
+            step.scores["p_correct"] = 0.5
+    write_records(tmp_path / "ledger.jsonl.gz", ledger)
+    assert "by_kind" not in step_auroc(tmp_path / "ledger.jsonl.gz")
+
+
 # --- the plans domain through `prmkit lab run`, at a tiny size -------------------------------------
 
 
@@ -188,6 +211,11 @@ def test_lab_run_takes_the_plans_domain_end_to_end(tmp_path, monkeypatch, capsys
     assert {s.problem.subject for s in ood} == {"plans-ood"}
     steps = json.loads((tmp_path / "run" / "seed-0" / "evaluate" / "eval.json").read_text())["steps"]["prm"]
     assert steps["steps"] > 0 and set(steps["by_reason"]) <= {k for k, (r, _) in PLANS.oracle.REASONS.items() if r == -1}
+    # the delayed-error question's numbers: each kind's wrong steps add up to the reasons' of that kind
+    assert set(steps["by_kind"]) <= {"immediate", "delayed"} and steps["by_kind"]
+    for kind, got in steps["by_kind"].items():
+        assert got["wrong_steps"] == sum(v["wrong_steps"] for r, v in steps["by_reason"].items()
+                                         if PLANS.error_kind(r) == kind)
     assert "the plans domain, preset quick" in (tmp_path / "run" / "report.html").read_text()
 
 

@@ -55,27 +55,43 @@ def merge_scored(out: Path, base_file, scored_files: list) -> int:
 
 
 def step_auroc(path, score_key: str = "p_correct") -> dict:
-    """AUROC of a step score against the oracle's truth: overall and per oracle reason of the wrong steps."""
+    """AUROC of a step score against the oracle's truth: overall, per oracle reason of the wrong steps, and, in
+    a domain with delayed errors (plans), per kind of error: immediate (visible on its line) or delayed."""
     from prmkit.evaluate.steps import auroc
     from prmkit.io import read_solutions
-    from prmkit.lab.domains import oracle_labels
+    from prmkit.lab.domains import domain_of
 
-    scores, truth, reasons = [], [], []
+    scores, truth, reasons, kinds, delayed = [], [], [], [], False
     for sol in read_solutions(path):
+        domain = domain_of(sol)
+        delayed = delayed or bool(domain.delayed)
         steps = [s for s in sol.steps if s.taken is not None]
-        for step, lab in zip(steps, oracle_labels(sol)):
+        for step, lab in zip(steps, domain.oracle.oracle_labels(sol)):
             if score_key in step.scores:
                 scores.append(step.scores[score_key])
                 truth.append(int(lab.rating >= 0))
                 reasons.append(lab.reason)
-    s, y, r = np.asarray(scores, float), np.asarray(truth, int), np.asarray(reasons)
+                kinds.append(domain.error_kind(lab.reason) or "")
+    s, y, r, k = np.asarray(scores, float), np.asarray(truth, int), np.asarray(reasons), np.asarray(kinds)
     if s.size == 0 or y.min() == y.max():
         return {"auroc": float("nan"), "steps": int(s.size)}
-    by_reason = {}
-    for reason in sorted(set(r[y == 0])):
-        keep = (y == 1) | (r == reason)
-        by_reason[reason] = {"auroc": auroc(s[keep], y[keep]), "wrong_steps": int((r == reason).sum())}
-    return {"auroc": auroc(s, y), "steps": int(s.size), "wrong_steps": int((y == 0).sum()), "by_reason": by_reason}
+    out = {"auroc": auroc(s, y), "steps": int(s.size), "wrong_steps": int((y == 0).sum()),
+           "by_reason": _auroc_by(s, y, r)}
+    if delayed:
+        out["by_kind"] = _auroc_by(s, y, k)
+    return out
+
+
+def _auroc_by(s: np.ndarray, y: np.ndarray, group: np.ndarray) -> dict:
+    """Per group of the wrong steps: the AUROC of the score telling that group's wrong steps from every right
+    step, and how many wrong steps it has."""
+    from prmkit.evaluate.steps import auroc
+
+    out = {}
+    for name in sorted(set(group[y == 0])):
+        keep = (y == 1) | (group == name)
+        out[str(name)] = {"auroc": auroc(s[keep], y[keep]), "wrong_steps": int((group == name).sum())}
+    return out
 
 
 def evaluate_scored(path, cfg, seed: int) -> dict:

@@ -286,3 +286,31 @@ def test_labellers_miss_delayed_errors_more_often_than_immediate_ones():
     assert min(n for _, n in missed.values()) > 50
     assert rate["delayed"] > 1.5 * rate["immediate"] and 0.05 < rate["immediate"] < 0.2, rate
     assert label(pool[:20], LabellerConfig(), seed=3) == label(pool[:20], LabellerConfig(), seed=3)
+
+
+@pytest.mark.slow
+def test_the_plans_family_is_the_first_the_rule_chooses():
+    """The plans presets' family reproduces from the rule and the development seeds alone (docs/lab.md,
+    "Choosing the plans family"): the first grid met it nowhere, the second grid's candidates before the chosen
+    one miss it (as committed), the chosen one, measured again, gives the committed statistics and meets it, and
+    both plans presets run it."""
+    import json
+    import sys
+    from pathlib import Path
+
+    from prmkit.lab.config import preset
+
+    root = Path(__file__).parents[1]
+    sys.path.insert(0, str(root / "scripts"))
+    from calibrate_family import PLANS_SECOND_GRID, measure, meets
+
+    first = json.loads((root / "docs/results/calibration-plans.json").read_text())
+    second = json.loads((root / "docs/results/calibration-plans-2.json").read_text())
+    assert first["chosen"] is None and len(first["candidates"]) == 72 and not any(c["meets"] for c in first["candidates"])
+    chosen = second["chosen"]
+    assert [c["meets"] for c in second["candidates"]] == [False] * chosen + [True]
+    again = measure(PLANS_SECOND_GRID[chosen], domain="plans")
+    assert meets(again) and again == second["candidates"][chosen]["stats"]
+    for name in ("default", "quick"):
+        cfg = preset(name, "plans")
+        assert cfg.replace(PLANS_SECOND_GRID[chosen]) == cfg, name

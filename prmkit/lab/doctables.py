@@ -243,11 +243,35 @@ def calibration_table(summary: dict) -> str:
             ("maj_acc@64", "majority@64"), ("right_answer_wrong_step", "right answers through a wrong step"),
             ("step_limit@4", "step-judge limit@4"), ("step_limit@16", "step-judge limit@16"),
             ("step_limit@64", "step-judge limit@64")]
+    keys += [(k, label) for k, label in CALIBRATION_EXTRAS if k in chosen]
     seeds = list(chosen["per_seed"])
     rule = summary["rule"]
     rows = [[label, *(f"{100 * chosen['per_seed'][s][k]:.1f}" for s in seeds), f"{100 * chosen[k]:.1f}",
              f"{100 * rule[k][0]:.0f}-{100 * rule[k][1]:.0f}" if k in rule else "reported"] for k, label in keys]
     return markdown(["statistic (%)", *(f"seed {s}" for s in seeds), "pooled", "the rule"], rows)
+
+
+CALIBRATION_EXTRAS = (("first_error_delayed", "first errors that are delayed"),)
+"""Statistics a domain's calibration reports beyond the ledger's (the plans domain's delayed errors)."""
+
+
+def calibration_range_table(summary: dict) -> str:
+    """How far a calibration grid reached (``scripts/calibrate_family.py``): each of the rule's statistics'
+    lowest and highest pooled value over every measured candidate, and which candidate had it."""
+    cands = summary["candidates"]
+    keys = [("pass@1", "pass@1"), ("pass@64", "pass@64"), ("maj_acc@64", "majority@64"),
+            ("right_answer_wrong_step", "right answers through a wrong step"), ("step_limit@64", "step-judge limit@64")]
+    keys += [(k, label) for k, label in CALIBRATION_EXTRAS if k in cands[0]["stats"]]
+    rule, rows = summary["rule"], []
+    for k, label in keys:
+        low = min(cands, key=lambda c: c["stats"][k])
+        high = max(cands, key=lambda c: c["stats"][k])
+        rows.append([label, f"{100 * low['stats'][k]:.1f} (#{low['index']})", f"{100 * high['stats'][k]:.1f} "
+                     f"(#{high['index']})", f"{100 * rule[k][0]:.0f}-{100 * rule[k][1]:.0f}" if k in rule else "reported"])
+    met = [c["index"] for c in cands if c["meets"]]
+    return markdown([f"statistic (%), {len(cands)} candidates", "lowest (candidate)", "highest (candidate)",
+                     "the rule"], rows) + (f"\n\nCandidates that meet the rule: {', '.join(f'#{i}' for i in met)}."
+                                          if met else "\n\nNo candidate meets the rule.")
 
 
 def stalls_table(record: dict) -> str:
@@ -321,6 +345,7 @@ TABLES = {
     "lab-kernels-moves": kernel_moves_table,
     "stalls": stalls_table,
     "calibration-chosen": calibration_table,
+    "calibration-range": calibration_range_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},

@@ -211,10 +211,29 @@ def test_bad_configs_and_texts_are_refused():
         PlansConfig(tasks=(1, 3))
     with pytest.raises(ValueError, match="capacity"):
         PlansConfig(capacity=0)
+    with pytest.raises(ValueError, match="chain"):
+        PlansConfig(tasks=(4, 6), chain=5)
     with pytest.raises(ValueError, match="not a plans problem"):
         parse_problem("Start at 12.")
     with pytest.raises(ValueError, match="unreadable part"):
         parse_problem(PROBLEM_TEXT.replace("due by day 2", "due soon"))
+
+
+@pytest.mark.parametrize("chain", [3, 5])
+def test_a_chain_is_a_path_of_tasks_the_finish_cannot_beat(chain):
+    """``chain`` tasks each after the one before: the dependency graph's longest path, and so the earliest
+    finish, is at least the chain's length."""
+    import numpy as np
+    cfg = PlansConfig(tasks=(6, 8), chain=chain)
+    for i in range(30):
+        plan = make_plan(cfg, np.random.default_rng(i))
+        assert best_finish(plan) >= chain
+        # the longest path of the dependency graph: at least the chain's length with it
+        depth = {}
+        for _ in plan.tasks:
+            for t in plan.tasks:
+                depth[t.name] = 1 + max((depth.get(a, 0) for a in t.after), default=0)
+        assert max(depth.values()) >= chain
 
 
 def test_make_plan_is_a_pure_function_of_its_generator():

@@ -110,6 +110,27 @@ def measure(overrides: dict, seeds=DEV_SEEDS, problems: int = 300, domain: str =
     return pooled
 
 
+def rules_stats(overrides: dict, seeds=DEV_SEEDS, problems: int = 300) -> dict:
+    """A plans candidate's family seen through its rules of thumb alone, before any sample is drawn (no rule's
+    statistic is measured): per rule, the share of problems on which it finishes later than the earliest finish
+    (``prmkit.lab.plans.generator.rule_finish``), and the share whose earliest finish is the capacity bound (the
+    answer a verifier could then compute from the task count alone), pooled over ``seeds``' eval problems."""
+    from prmkit.lab.plans.domain import best_finish, make_problems
+    from prmkit.lab.plans.generator import HEURISTICS, rule_finish
+    from prmkit.lab.plans.oracle import plan_of
+
+    family = preset(FROM_PRESET["plans"], "plans").replace(overrides).domain
+    late, bound, n = dict.fromkeys(HEURISTICS, 0), 0, 0
+    for seed in seeds:
+        for problem in make_problems(family, problems, seed, "eval"):
+            plan = plan_of(problem.problem)
+            best, n = best_finish(plan), n + 1
+            bound += best == -(-len(plan.tasks) // plan.capacity)
+            for h in HEURISTICS:
+                late[h] += rule_finish(plan, h) > best
+    return {**{f"late[{h}]": v / n for h, v in late.items()}, "capacity_bound": bound / n}
+
+
 def meets(stats: dict) -> bool:
     return all(lo <= stats[k] <= hi for k, (lo, hi) in RULE.items())
 
@@ -134,12 +155,22 @@ def main(argv=None) -> int:
                              "it nowhere (the ledger has 2, the plans domain 3)")
     parser.add_argument("--domain", choices=sorted(DOMAIN_GRIDS), default="ledger",
                         help="the lab domain whose family is chosen (plans: its own grid, the same rule)")
+    parser.add_argument("--rules", action="store_true",
+                        help="plans: only how often each rule of thumb alone finishes late on each candidate's "
+                             "problems (a family's design, measured before any of the rule's statistics)")
     args = parser.parse_args(argv)
     start, measured, chosen = time.perf_counter(), [], None
     record = run_record()  # the code as it starts
     if args.grid not in DOMAIN_GRIDS[args.domain]:
         parser.error(f"the {args.domain} domain has no grid {args.grid}")
+    if args.rules and args.domain != "plans":
+        parser.error("--rules reads the plans domain's rules of thumb: add --domain plans")
     candidates = DOMAIN_GRIDS[args.domain][args.grid]
+    if args.rules:
+        for i, overrides in enumerate(candidates):
+            rules = rules_stats(overrides, problems=args.problems)
+            print(f"{i:2d} " + "  ".join(f"{k} {100 * v:5.1f}" for k, v in rules.items()) + f"   {overrides}")
+        return 0
     for i, overrides in enumerate(tqdm(candidates, desc="candidates", file=sys.stderr)):
         stats = measure(overrides, problems=args.problems, domain=args.domain)
         measured.append({"index": i, "overrides": overrides, "stats": stats, "meets": meets(stats)})
@@ -150,8 +181,8 @@ def main(argv=None) -> int:
                 break
     print(f"chosen: {chosen} ({candidates[chosen] if chosen is not None else 'none meets the rule'})")
     if args.out:
-        summary = {"domain": args.domain, "grid": args.grid, "rule": {k: list(v) for k, v in RULE.items()}, "dev_seeds": list(DEV_SEEDS),
-                   "problems_per_seed": args.problems, "samples": 64, "chosen": chosen, "candidates": measured,
+        summary = {"domain": args.domain, "grid": args.grid, "rule": {k: list(v) for k, v in RULE.items()},
+                   "dev_seeds": list(DEV_SEEDS), "problems_per_seed": args.problems, "samples": 64, "chosen": chosen, "candidates": measured,
                    "command": " ".join(["scripts/calibrate_family.py", *(argv or sys.argv[1:])]),
                    "seconds": round(time.perf_counter() - start, 1), **record}
         with open(args.out, "w") as f:

@@ -236,6 +236,18 @@ def test_a_chain_is_a_path_of_tasks_the_finish_cannot_beat(chain):
         assert max(depth.values()) >= chain
 
 
+@pytest.mark.parametrize("cfg", [PlansConfig(), OOD, PlansConfig(tasks=(8, 10), chain=5, after_rate=0.0)])
+def test_a_rule_of_thumb_never_beats_the_earliest_finish_and_sometimes_loses_to_it(cfg):
+    from prmkit.lab.plans.generator import HEURISTICS, rule_finish
+    late = 0
+    for p in make_problems(cfg, 40, seed=3):
+        plan = parse_problem(p.problem)
+        finishes = [rule_finish(plan, h) for h in HEURISTICS]
+        assert min(finishes) >= best_finish(plan)
+        late += max(finishes) > best_finish(plan)
+    assert late > 0
+
+
 def test_make_plan_is_a_pure_function_of_its_generator():
     import numpy as np
     assert make_plan(PlansConfig(), np.random.default_rng(3)) == make_plan(PlansConfig(), np.random.default_rng(3))

@@ -150,6 +150,23 @@ def _by_rule(plan: Plan, done: int, heuristic: str) -> int:
     return sum(1 << i for i in chosen)
 
 
+def rule_finish(plan: Plan, heuristic: str) -> int:
+    """The day a plan made by ``heuristic`` alone finishes (every day by the rule of thumb: no look-ahead, no
+    slip, nothing overlooked): where a problem's shared rule leads its samples, before any noise. Never earlier
+    than :func:`~prmkit.lab.plans.domain.best_finish` (a rule may break a deadline, but the deadlines come from
+    one optimal schedule, so they cost the best plan no day).
+
+    >>> from prmkit.lab.plans.domain import PROBLEM_TEXT
+    >>> [rule_finish(plan_of(PROBLEM_TEXT), h) for h in HEURISTICS]
+    [3, 3, 3]
+    """
+    done, day = 0, 0
+    while done != plan.full and day < 2 * len(plan.tasks):
+        done |= _by_rule(plan, done, heuristic)
+        day += 1
+    return day
+
+
 def _by_lookahead(plan: Plan, done: int, day: int, fallback: int) -> int:
     """The option that keeps the earliest finish the sample believes reachable (the fullest first)."""
     options = day_options(plan, done, day)

@@ -188,7 +188,8 @@ def test_step_auroc_tells_delayed_errors_from_immediate_ones_in_the_plans_domain
         for step in sol.steps:
             step.scores["p_correct"] = 0.5
     write_records(tmp_path / "ledger.jsonl.gz", ledger)
-    assert "by_kind" not in step_auroc(tmp_path / "ledger.jsonl.gz")
+    steps = step_auroc(tmp_path / "ledger.jsonl.gz")
+    assert steps["by_reason"] and "by_kind" not in steps
 
 
 # --- the plans domain through `prmkit lab run`, at a tiny size -------------------------------------

@@ -251,7 +251,7 @@ def calibration_table(summary: dict) -> str:
     return markdown(["statistic (%)", *(f"seed {s}" for s in seeds), "pooled", "the rule"], rows)
 
 
-CALIBRATION_EXTRAS = (("first_error_delayed", "first errors that are delayed"),)
+CALIBRATION_EXTRAS = (("first_error_delayed", "samples whose first error is delayed"),)
 """Statistics a domain's calibration reports beyond the ledger's (the plans domain's delayed errors)."""
 
 

@@ -329,12 +329,12 @@ def _loop(run: Run, start: int, logger) -> dict:
     by_length = cfg.group_by_length if cfg.group_by_length is not None else not run.packed
     bar = tqdm(total=cfg.max_steps, initial=start, disable=not (cfg.progress and acc.is_main_process), desc="train")
     step = start
-    plans: dict[int, list[list[int]]] = {}  # one epoch's plan, made once: shuffling 20,000 lengths costs a step's tenth
+    epoch_groups: dict[int, list[list[int]]] = {}  # the epoch's groups, made once: reshuffling every step was waste
     for step in range(start + 1, cfg.max_steps + 1):
         epoch, k = divmod(step - 1, per_epoch)
-        if epoch not in plans:
-            plans = {epoch: plan_epoch(lengths, group_size, cfg.seed, epoch, by_length)}
-        group = plans[epoch][k]
+        if epoch not in epoch_groups:
+            epoch_groups = {epoch: plan_epoch(lengths, group_size, cfg.seed, epoch, by_length)}
+        group = epoch_groups[epoch][k]
         loss = _optimizer_step(run, group, lengths)
         bar.update(1)
         bar.set_postfix(loss=f"{loss:.4f}")

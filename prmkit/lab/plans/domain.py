@@ -206,15 +206,15 @@ class PlansConfig:
     van_share: float = 0.0
     """Share of the tasks that need the van (0: no van in the problem)."""
     chain: int = 0
-    """Tasks that form one chain, each after the one before (beside its other predecessors): a critical path a
-    day that does not advance it can delay the finish; 0 for none, as in the first families."""
+    """Tasks that form one chain, each after the one before (beside at most one other predecessor): a critical
+    path that a day which does not advance it can delay; 0 for none, as in the first families."""
 
     def __post_init__(self):
         lo, hi = self.tasks
         if not 2 <= lo <= hi <= 12:
             raise ValueError(f"tasks must satisfy 2 <= min <= max <= 12, got {self.tasks}")
-        if not 0 <= self.chain <= lo:
-            raise ValueError(f"chain must be in 0..{lo} (the fewest tasks), got {self.chain}")
+        if self.chain != 0 and not 2 <= self.chain <= lo:
+            raise ValueError(f"chain must be 0 (none) or in 2..{lo} (the fewest tasks), got {self.chain}")
         if not 1 <= self.capacity <= 4:
             raise ValueError(f"capacity must be in 1..4, got {self.capacity}")
         for name in ("after_rate", "due_share", "tight_share", "van_share"):
@@ -234,7 +234,7 @@ def make_plan(cfg: PlansConfig, rng: np.random.Generator) -> Plan:
     for i, name in enumerate(names):
         earlier = [j for j in range(i) if rng.random() < cfg.after_rate]
         picked = sorted(rng.permutation(earlier)[:2]) if earlier else []
-        if 0 < i < cfg.chain:  # the chain's link first, then one of the drawn predecessors (the same draws)
+        if 0 < i < cfg.chain:  # the chain's link, and the lowest other drawn predecessor (the draws are the same)
             picked = sorted({i - 1, *[j for j in picked if j != i - 1][:1]})
         after = tuple(names[j] for j in picked)
         tasks.append(Task(name, after, None, bool(rng.random() < cfg.van_share)))

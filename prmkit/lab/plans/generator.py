@@ -152,7 +152,8 @@ def _by_rule(plan: Plan, done: int, heuristic: str) -> int:
 
 def rule_finish(plan: Plan, heuristic: str) -> int:
     """The day a plan made by ``heuristic`` alone finishes (every day by the rule of thumb: no look-ahead, no
-    slip, nothing overlooked): where a problem's shared rule leads its samples, before any noise. Never earlier
+    slip, nothing overlooked): where a problem's shared rule leads its samples' answers, before any noise (a
+    broken deadline does not count here, only the day the plan ends). Never earlier
     than :func:`~prmkit.lab.plans.domain.best_finish` (a rule may break a deadline, but the deadlines come from
     one optimal schedule, so they cost the best plan no day).
 

@@ -84,8 +84,33 @@ deadlines, the dependency rate or the day's capacity. A planning judgement decid
 day's choice decides the finish: here, a chain of tasks (``PlansConfig.chain``) that every day must advance.
 In its order: tasks per problem outermost, then the chain's length, the share of tasks with a deadline
 (0.6 as now, 0.3), the planner's skill; the rest of the family and the generator as they are."""
+PLANS_FOURTH_FAMILIES = [
+    {"domain.tasks": tasks, "domain.chain": chain, "domain.after_rate": after, "domain.due_share": due}
+    for tasks, chain, after, due in itertools.product([(8, 10), (10, 12)], [4, 5], [0.0, 0.05, 0.1], [0.6, 0.3])
+]
+"""Families for a fourth plans grid, written after the third met the rule nowhere: a chain beside tasks with few
+or no other predecessors, so that the day's capacity and the chain can bind together. Measured on the rules of
+thumb alone first (``--rules --grid 4``), never on the rule's statistics; the fourth grid
+(:func:`fourth_grid`) keeps the families where deadline-first and name order each finish late on at least 70%
+of problems and the earliest finish is the capacity bound on at most 80%, in this order."""
+FOURTH_KEEP = {"late": 0.70, "capacity_bound": 0.80}
+
+
+def fourth_grid(rules_summary: dict) -> list[dict]:
+    """The fourth plans grid from the families' rules-only summary: each kept family (:data:`FOURTH_KEEP`), in
+    order, with the planner's skill at 0.25 and then 0.1."""
+    kept = [c["overrides"] for c in rules_summary["candidates"]
+            if min(c["rules"]["late[deadline-first]"], c["rules"]["late[name-order]"]) >= FOURTH_KEEP["late"]
+            and c["rules"]["capacity_bound"] <= FOURTH_KEEP["capacity_bound"]]
+    return [{**{k: tuple(v) if isinstance(v, list) else v for k, v in family.items()}, "generator.skill": skill}
+            for family in kept for skill in (0.25, 0.1)]
+
+
 GRIDS = {1: CANDIDATES, 2: SECOND_GRID}
-DOMAIN_GRIDS = {"ledger": GRIDS, "plans": {1: PLANS_GRID, 2: PLANS_SECOND_GRID, 3: PLANS_THIRD_GRID}}
+DOMAIN_GRIDS = {"ledger": GRIDS, "plans": {1: PLANS_GRID, 2: PLANS_SECOND_GRID, 3: PLANS_THIRD_GRID,
+                                           4: PLANS_FOURTH_FAMILIES}}
+"""Each domain's grids. The plans domain's fourth holds families: read them with ``--rules``; its candidates are
+``fourth_grid`` of that reading (``--grid 4 --families FILE``: the families kept, each with two skills)."""
 FROM_PRESET = {"ledger": "easy", "plans": "default"}
 """The preset each domain's grids vary from: the ledger's family before the grids chose (``easy``), the
 plans domain's uncalibrated default."""
@@ -150,11 +175,14 @@ def main(argv=None) -> int:
                                                            "that meets the rule)")
     parser.add_argument("--problems", type=int, default=300, help="eval problems per seed (the rule: 300)")
     parser.add_argument("--out", help="write every measured candidate and the choice here (JSON)")
-    parser.add_argument("--grid", type=int, choices=(1, 2, 3), default=1,
-                        help="1: the grid fixed with the rule; 2 and 3: the next, each fixed after the one before met "
-                             "it nowhere (the ledger has 2, the plans domain 3)")
+    parser.add_argument("--grid", type=int, choices=sorted({g for grids in DOMAIN_GRIDS.values() for g in grids}),
+                        default=1,
+                        help="1: the grid fixed with the rule; 2 and on: the next, each fixed after the one before met "
+                             "it nowhere (the ledger has 2, the plans domain 4)")
     parser.add_argument("--domain", choices=sorted(DOMAIN_GRIDS), default="ledger",
                         help="the lab domain whose family is chosen (plans: its own grid, the same rule)")
+    parser.add_argument("--families", help="plans, grid 4: the --rules reading of its families (JSON) the grid keeps "
+                                           "families from")
     parser.add_argument("--rules", action="store_true",
                         help="plans: only how often each rule of thumb alone finishes late on each candidate's "
                              "problems (a family's design, measured before any of the rule's statistics)")
@@ -166,10 +194,20 @@ def main(argv=None) -> int:
     if args.rules and args.domain != "plans":
         parser.error("--rules reads the plans domain's rules of thumb: add --domain plans")
     candidates = DOMAIN_GRIDS[args.domain][args.grid]
+    if args.domain == "plans" and args.grid == 4 and not args.rules:
+        if not args.families:
+            parser.error("the plans domain's fourth grid is made from the families' rules reading: --families FILE")
+        with open(args.families) as f:
+            candidates = fourth_grid(json.load(f))
     if args.rules:
-        for i, overrides in enumerate(candidates):
+        seen = []
+        for i, overrides in enumerate(tqdm(candidates, desc="families", file=sys.stderr)):
             rules = rules_stats(overrides, problems=args.problems)
-            print(f"{i:2d} " + "  ".join(f"{k} {100 * v:5.1f}" for k, v in rules.items()) + f"   {overrides}")
+            seen.append({"index": i, "overrides": overrides, "rules": rules})
+            tqdm.write(f"{i:2d} " + "  ".join(f"{k} {100 * v:5.1f}" for k, v in rules.items()) + f"   {overrides}")
+        if args.out:
+            write_json(args.out, {"domain": "plans", "grid": args.grid, "rules_only": True, "dev_seeds": list(DEV_SEEDS),
+                                  "problems_per_seed": args.problems, "candidates": seen, **provenance(argv, start, record)})
         return 0
     for i, overrides in enumerate(tqdm(candidates, desc="candidates", file=sys.stderr)):
         stats = measure(overrides, problems=args.problems, domain=args.domain)
@@ -181,14 +219,22 @@ def main(argv=None) -> int:
                 break
     print(f"chosen: {chosen} ({candidates[chosen] if chosen is not None else 'none meets the rule'})")
     if args.out:
-        summary = {"domain": args.domain, "grid": args.grid, "rule": {k: list(v) for k, v in RULE.items()},
-                   "dev_seeds": list(DEV_SEEDS), "problems_per_seed": args.problems, "samples": 64, "chosen": chosen, "candidates": measured,
-                   "command": " ".join(["scripts/calibrate_family.py", *(argv or sys.argv[1:])]),
-                   "seconds": round(time.perf_counter() - start, 1), **record}
-        with open(args.out, "w") as f:
-            json.dump(summary, f, indent=1)
-            f.write("\n")
+        write_json(args.out, {"domain": args.domain, "grid": args.grid, "rule": {k: list(v) for k, v in RULE.items()},
+                              "dev_seeds": list(DEV_SEEDS), "problems_per_seed": args.problems, "samples": 64,
+                              "chosen": chosen, "candidates": measured, **provenance(argv, start, record)})
     return 0 if chosen is not None else 1
+
+
+def provenance(argv, start: float, record: dict) -> dict:
+    """The command, the seconds it took and the code and stack it ran (``run_record``), for a summary."""
+    return {"command": " ".join(["scripts/calibrate_family.py", *(argv or sys.argv[1:])]),
+            "seconds": round(time.perf_counter() - start, 1), **record}
+
+
+def write_json(path: str, summary: dict) -> None:
+    with open(path, "w") as f:
+        json.dump(summary, f, indent=1)
+        f.write("\n")
 
 
 if __name__ == "__main__":

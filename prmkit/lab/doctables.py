@@ -274,6 +274,22 @@ def calibration_range_table(summary: dict) -> str:
                                           if met else "\n\nNo candidate meets the rule.")
 
 
+def calibration_rules_table(summary: dict) -> str:
+    """A plans grid's families read through their rules of thumb alone (``scripts/calibrate_family.py --rules``):
+    each rule's share of problems finished late and the share whose earliest finish is the capacity bound."""
+    cands = summary["candidates"]
+    knobs = list(cands[0]["overrides"])
+    rules = list(cands[0]["rules"])
+    rows = [[f"#{c['index']}", *(_knob(c["overrides"][k]) for k in knobs),
+             *(f"{100 * c['rules'][r]:.1f}" for r in rules)] for c in cands]
+    names = [r.replace("late[", "late, ").replace("]", "").replace("capacity_bound", "capacity bound") for r in rules]
+    return markdown(["family", *(k.split(".")[-1] for k in knobs), *(f"{n} (%)" for n in names)], rows)
+
+
+def _knob(value) -> str:
+    return "-".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+
 def stalls_table(record: dict) -> str:
     """Single runs per arm that stalled (``scripts/stall_count.py``), one row per counted recipe."""
     rows = []
@@ -346,6 +362,7 @@ TABLES = {
     "stalls": stalls_table,
     "calibration-chosen": calibration_table,
     "calibration-range": calibration_range_table,
+    "calibration-rules": calibration_rules_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},

@@ -70,7 +70,7 @@ PLANS_SECOND_GRID = [
 ]
 """Written after the first plans grid met the rule nowhere and before this one ran (docs/lab.md): its generator
 knobs left majority@64 near 76% and pass@64 near 100%, so the family is what is too easy for the rules of thumb.
-Its deadlines come from one optimal schedule, so deadline-first, the commonest rule, follows them to the
+Its deadlines come from one optimal schedule, so deadline-first, the commonest rule, can follow them to the
 optimum; fewer deadlines leak less of it, and more tasks a day and more dependencies leave a greedy day more
 to get wrong. In its order: tasks per problem outermost, then tasks a day, the share of tasks with a deadline,
 the dependency rate, the planner's skill; the rest of the family and the generator as they are."""
@@ -114,8 +114,9 @@ PLANS_FIFTH_GRID = [
 """Written after the fourth grid met the rule nowhere, before this one ran: right answers through a wrong step
 within it, majority@64 a few points above it and pass@64 far above (99.0-99.8%). In that family most samples
 miss the earliest finish, so an answer misreported by a day (3% of samples) or a task slipped in before its
-predecessors can land on the right day by chance. The fourth grid's family, with those two rates lowered: the answer-slip rate (0.01, 0) outermost, then
-the slip rate (0.02 as now, 0), then the planner's skill (0.25, 0.1)."""
+predecessors can land on the right day by chance. The fourth grid's family, with those two rates lowered: the
+answer-slip rate (0.01, 0) outermost, then the slip rate (0.02 as now, 0), then the planner's skill (0.25,
+0.1)."""
 GRIDS = {1: CANDIDATES, 2: SECOND_GRID}
 DOMAIN_GRIDS = {"ledger": GRIDS, "plans": {1: PLANS_GRID, 2: PLANS_SECOND_GRID, 3: PLANS_THIRD_GRID,
                                            4: PLANS_FOURTH_FAMILIES, 5: PLANS_FIFTH_GRID}}
@@ -188,7 +189,7 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", type=int, choices=sorted({g for grids in DOMAIN_GRIDS.values() for g in grids}),
                         default=1,
                         help="1: the grid fixed with the rule; 2 and on: the next, each fixed after the one before met "
-                             "it nowhere (the ledger has 2, the plans domain 4)")
+                             "it nowhere (the ledger has 2, the plans domain 5)")
     parser.add_argument("--domain", choices=sorted(DOMAIN_GRIDS), default="ledger",
                         help="the lab domain whose family is chosen (plans: its own grid, the same rule)")
     parser.add_argument("--families", help="plans, grid 4: the --rules reading of its families (JSON) the grid keeps "
@@ -214,10 +215,12 @@ def main(argv=None) -> int:
         for i, overrides in enumerate(tqdm(candidates, desc="families", file=sys.stderr)):
             rules = rules_stats(overrides, problems=args.problems)
             seen.append({"index": i, "overrides": overrides, "rules": rules})
-            tqdm.write(f"{i:2d} " + "  ".join(f"{k} {100 * v:5.1f}" for k, v in rules.items()) + f"   {overrides}")
+            shares = "  ".join(f"{k} {100 * v:5.1f}" for k, v in rules.items())
+            tqdm.write(f"{i:2d} {shares}   {overrides}")
         if args.out:
-            write_json(args.out, {"domain": "plans", "grid": args.grid, "rules_only": True, "dev_seeds": list(DEV_SEEDS),
-                                  "problems_per_seed": args.problems, "candidates": seen, **provenance(argv, start, record)})
+            write_json(args.out, {"domain": "plans", "grid": args.grid, "rules_only": True,
+                                  "dev_seeds": list(DEV_SEEDS), "problems_per_seed": args.problems,
+                                  "candidates": seen, **provenance(argv, start, record)})
         return 0
     for i, overrides in enumerate(tqdm(candidates, desc="candidates", file=sys.stderr)):
         stats = measure(overrides, problems=args.problems, domain=args.domain)

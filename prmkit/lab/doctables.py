@@ -266,8 +266,9 @@ def calibration_range_table(summary: dict) -> str:
     for k, label in keys:
         low = min(cands, key=lambda c: c["stats"][k])
         high = max(cands, key=lambda c: c["stats"][k])
-        rows.append([label, f"{100 * low['stats'][k]:.1f} (#{low['index']})", f"{100 * high['stats'][k]:.1f} "
-                     f"(#{high['index']})", f"{100 * rule[k][0]:.0f}-{100 * rule[k][1]:.0f}" if k in rule else "reported"])
+        allowed = f"{100 * rule[k][0]:.0f}-{100 * rule[k][1]:.0f}" if k in rule else "reported"
+        rows.append([label, f"{100 * low['stats'][k]:.1f} (#{low['index']})",
+                     f"{100 * high['stats'][k]:.1f} (#{high['index']})", allowed])
     met = [c["index"] for c in cands if c["meets"]]
     return markdown([f"statistic (%), {len(cands)} candidates", "lowest (candidate)", "highest (candidate)",
                      "the rule"], rows) + (f"\n\nCandidates that meet the rule: {', '.join(f'#{i}' for i in met)}."

@@ -19,6 +19,7 @@ import itertools
 import json
 import sys
 import time
+from collections import Counter
 
 from tqdm import tqdm
 
@@ -96,14 +97,22 @@ of problems and the earliest finish is the capacity bound on at most 80%, in thi
 FOURTH_KEEP = {"late": 0.70, "capacity_bound": 0.80}
 
 
+def kept_grid(rules_summary: dict, keep: dict, generators: list[dict]) -> list[dict]:
+    """A plans grid made from its families' rules-only summary: each family ``keep`` keeps (deadline-first and name
+    order each late on at least ``keep["late"]`` of problems, and every other share of :func:`rules_stats` that
+    ``keep`` names at most its value), in order, with each of ``generators``' settings in turn."""
+    def kept(rules: dict) -> bool:
+        return (min(rules["late[deadline-first]"], rules["late[name-order]"]) >= keep["late"]
+                and all(rules[k] <= v for k, v in keep.items() if k != "late"))
+
+    families = [c["overrides"] for c in rules_summary["candidates"] if kept(c["rules"])]
+    return [{**{k: tuple(v) if isinstance(v, list) else v for k, v in family.items()}, **generator}
+            for family in families for generator in generators]
+
+
 def fourth_grid(rules_summary: dict) -> list[dict]:
-    """The fourth plans grid from the families' rules-only summary: each kept family (:data:`FOURTH_KEEP`), in
-    order, with the planner's skill at 0.25 and then 0.1."""
-    kept = [c["overrides"] for c in rules_summary["candidates"]
-            if min(c["rules"]["late[deadline-first]"], c["rules"]["late[name-order]"]) >= FOURTH_KEEP["late"]
-            and c["rules"]["capacity_bound"] <= FOURTH_KEEP["capacity_bound"]]
-    return [{**{k: tuple(v) if isinstance(v, list) else v for k, v in family.items()}, "generator.skill": skill}
-            for family in kept for skill in (0.25, 0.1)]
+    """The fourth plans grid: each family :data:`FOURTH_KEEP` keeps, with the planner's skill at 0.25, then 0.1."""
+    return kept_grid(rules_summary, FOURTH_KEEP, [{"generator.skill": 0.25}, {"generator.skill": 0.1}])
 
 
 PLANS_FIFTH_GRID = [
@@ -117,11 +126,45 @@ miss the earliest finish, so an answer misreported by a day (3% of samples) or a
 predecessors can land on the right day by chance. The fourth grid's family, with those two rates lowered: the
 answer-slip rate (0.01, 0) outermost, then the slip rate (0.02 as now, 0), then the planner's skill (0.25,
 0.1)."""
+PLANS_SIXTH_FAMILIES = [
+    {"domain.tasks": (8, 12), "domain.chain_margin": margin, "domain.after_rate": after, "domain.due_share": due}
+    for margin, after, due in itertools.product([(0, 1), (0, 2)], [0.0, 0.05], [0.3, 0.6])
+]
+"""Families for a sixth plans grid, written after the fifth met the rule nowhere. The fourth and fifth grids'
+family has one answer: its earliest finish is 5 on every development problem (a chain of 5 among 8-10 tasks,
+two a day), so an outcome judge that learnt "5" would need no reasoning. Here each problem's chain is longer
+than its capacity bound by 0 to 1 (or 0 to 2) tasks (``PlansConfig.chain_margin``) among 8-12 tasks, so the
+earliest finish moves with the task count and, for a given count, with how long the chain is, which only
+reading the dependencies tells. In order: the chain's margin outermost, then the other dependencies' rate,
+then the share of tasks with a deadline. Read through the rules first (``--rules --grid 6``); the sixth grid
+(:func:`sixth_grid`) is each family :data:`SIXTH_KEEP` keeps with each generator setting of
+:data:`SIXTH_GENERATORS`."""
+SIXTH_KEEP = {"late": 0.70, "answer_mode": 0.50, "count_guess": 0.65}
+"""Deadline-first and name order each late on at least 70% of problems (as for the fourth grid); no earliest finish
+on more than half the problems; and a guess from the task count alone (the commonest earliest finish among
+problems with as many tasks) right on at most 65% (this replaces the capacity-bound condition, which it
+contains)."""
+SIXTH_GENERATORS = [{"generator.heuristic_weights": weights, "generator.slip_rate": slip, "generator.skill": skill}
+                    for weights, slip, skill in itertools.product([(0.55, 0.35, 0.1), (0.6, 0.4, 0.0)], [0.02, 0.0],
+                                                                  [0.25, 0.1])]
+"""Per kept family, in order: the rules of thumb's weights (as now, then without ``most-ready``, the one rule that
+is almost never late in every family read so far, so that the tenth of problems whose samples hold it are ones
+majority voting gets right), then the slip rate (0.02 as now, then 0: the fifth grid found that slips carry most
+right answers through a wrong step, and pass@64 with them), then the planner's skill (0.25 as now, then 0.1)."""
+
+
+def sixth_grid(rules_summary: dict) -> list[dict]:
+    """The sixth plans grid: each family :data:`SIXTH_KEEP` keeps, with each of :data:`SIXTH_GENERATORS`."""
+    return kept_grid(rules_summary, SIXTH_KEEP, SIXTH_GENERATORS)
+
+
 GRIDS = {1: CANDIDATES, 2: SECOND_GRID}
 DOMAIN_GRIDS = {"ledger": GRIDS, "plans": {1: PLANS_GRID, 2: PLANS_SECOND_GRID, 3: PLANS_THIRD_GRID,
-                                           4: PLANS_FOURTH_FAMILIES, 5: PLANS_FIFTH_GRID}}
-"""Each domain's grids. The plans domain's fourth holds families: read them with ``--rules``; its candidates are
-``fourth_grid`` of that reading (``--grid 4 --families FILE``: the families kept, each with two skills)."""
+                                           4: PLANS_FOURTH_FAMILIES, 5: PLANS_FIFTH_GRID,
+                                           6: PLANS_SIXTH_FAMILIES}}
+FROM_FAMILIES = {4: fourth_grid, 6: sixth_grid}
+"""Each domain's grids. The plans domain's fourth and sixth hold families: read them with ``--rules``; their
+candidates are ``FROM_FAMILIES[grid]`` of that reading (``--grid N --families FILE``)."""
 FROM_PRESET = {"ledger": "easy", "plans": "default"}
 """The preset each domain's grids vary from: the ledger's family before the grids chose (``easy``), the
 plans domain's uncalibrated default."""
@@ -149,22 +192,29 @@ def measure(overrides: dict, seeds=DEV_SEEDS, problems: int = 300, domain: str =
 def rules_stats(overrides: dict, seeds=DEV_SEEDS, problems: int = 300) -> dict:
     """A plans candidate's family seen through its rules of thumb alone, before any sample is drawn (no rule's
     statistic is measured): per rule, the share of problems on which it finishes later than the earliest finish
-    (``prmkit.lab.plans.generator.rule_finish``), and the share whose earliest finish is the capacity bound (the
-    answer a verifier could then compute from the task count alone), pooled over ``seeds``' eval problems."""
+    (``prmkit.lab.plans.generator.rule_finish``), the share whose earliest finish is the capacity bound (the
+    task count over the day's capacity, rounded up), the share whose earliest finish is the family's commonest
+    (``answer_mode``), and the share a guess from the task count alone gets right (``count_guess``: the
+    commonest earliest finish among the problems with as many tasks), pooled over ``seeds``' eval problems. The
+    last three are answers a verifier could give without reading the plan."""
     from prmkit.lab.plans.domain import best_finish, make_problems
     from prmkit.lab.plans.generator import HEURISTICS, rule_finish
     from prmkit.lab.plans.oracle import plan_of
 
     family = preset(FROM_PRESET["plans"], "plans").replace(overrides).domain
-    late, bound, n = dict.fromkeys(HEURISTICS, 0), 0, 0
+    late, bound, n, finishes, by_count = dict.fromkeys(HEURISTICS, 0), 0, 0, Counter(), {}
     for seed in seeds:
         for problem in make_problems(family, problems, seed, "eval"):
             plan = plan_of(problem.problem)
             best, n = best_finish(plan), n + 1
+            finishes[best] += 1
+            by_count.setdefault(len(plan.tasks), Counter())[best] += 1
             bound += best == -(-len(plan.tasks) // plan.capacity)
             for h in HEURISTICS:
                 late[h] += rule_finish(plan, h) > best
-    return {**{f"late[{h}]": v / n for h, v in late.items()}, "capacity_bound": bound / n}
+    return {**{f"late[{h}]": v / n for h, v in late.items()}, "capacity_bound": bound / n,
+            "answer_mode": finishes.most_common(1)[0][1] / n,
+            "count_guess": sum(c.most_common(1)[0][1] for c in by_count.values()) / n}
 
 
 def meets(stats: dict) -> bool:
@@ -189,10 +239,10 @@ def main(argv=None) -> int:
     parser.add_argument("--grid", type=int, choices=sorted({g for grids in DOMAIN_GRIDS.values() for g in grids}),
                         default=1,
                         help="1: the grid fixed with the rule; 2 and on: the next, each fixed after the one before met "
-                             "it nowhere (the ledger has 2, the plans domain 5)")
+                             "it nowhere (the ledger has 2, the plans domain 6)")
     parser.add_argument("--domain", choices=sorted(DOMAIN_GRIDS), default="ledger",
                         help="the lab domain whose family is chosen (plans: its own grid, the same rule)")
-    parser.add_argument("--families", help="plans, grid 4: the --rules reading of its families (JSON) the grid keeps "
+    parser.add_argument("--families", help="plans, grids 4 and 6: the --rules reading of its families (JSON) the grid keeps "
                                            "families from")
     parser.add_argument("--rules", action="store_true",
                         help="plans: only how often each rule of thumb alone finishes late on each candidate's "
@@ -205,11 +255,11 @@ def main(argv=None) -> int:
     if args.rules and args.domain != "plans":
         parser.error("--rules reads the plans domain's rules of thumb: add --domain plans")
     candidates = DOMAIN_GRIDS[args.domain][args.grid]
-    if args.domain == "plans" and args.grid == 4 and not args.rules:
+    if args.domain == "plans" and args.grid in FROM_FAMILIES and not args.rules:
         if not args.families:
-            parser.error("the plans domain's fourth grid is made from the families' rules reading: --families FILE")
+            parser.error(f"the plans domain's grid {args.grid} is made from its families' rules reading: --families FILE")
         with open(args.families) as f:
-            candidates = fourth_grid(json.load(f))
+            candidates = FROM_FAMILIES[args.grid](json.load(f))
     if args.rules:
         seen = []
         for i, overrides in enumerate(tqdm(candidates, desc="families", file=sys.stderr)):

@@ -3,6 +3,7 @@ properties of the ratings along random plans, and determinism of the family."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import random
 
@@ -322,6 +323,25 @@ def test_labellers_miss_delayed_errors_more_often_than_immediate_ones():
     assert label(pool[:20], LabellerConfig(), seed=3) == label(pool[:20], LabellerConfig(), seed=3)
 
 
+def test_the_fourth_and_fifth_grids_family_has_one_answer():
+    """docs/lab.md, "The sixth grid": 8-10 tasks, a chain of 5, two a day, no other dependencies: the earliest
+    finish is 5 on every development problem of the rule's size; a chain margin drawn from a range varies it."""
+    from prmkit.lab.config import preset
+    from prmkit.lab.plans.domain import best_finish, make_problems
+
+    base = preset("default", "plans").domain
+    fourth = dataclasses.replace(base, tasks=(8, 10), chain=5, after_rate=0.0, due_share=0.3)
+    assert {best_finish(parse_problem(p.problem)) for s in (0, 1, 2) for p in make_problems(fourth, 300, s)} == {5}
+    margin = dataclasses.replace(base, tasks=(8, 12), chain_margin=(0, 1), after_rate=0.0)
+    plans = [parse_problem(p.problem) for p in make_problems(margin, 60, 0)]
+    assert len({best_finish(p) for p in plans}) >= 3
+    for p in plans:  # the chain is as long as the capacity bound, or one longer, and sets the earliest finish
+        assert best_finish(p) - -(-len(p.tasks) // p.capacity) in (0, 1)
+    for bad in ({"chain_margin": (0, 5)}, {"chain_margin": (1, 0)}, {"chain": 4, "chain_margin": (0, 1)}):
+        with pytest.raises(ValueError, match="chain"):  # a chain longer than 8 tasks; a backward range; both set
+            dataclasses.replace(margin, chain=0, **bad)
+
+
 @pytest.mark.slow
 def test_the_plans_calibration_reproduces_from_the_rule_and_the_development_seeds(monkeypatch):
     """docs/lab.md, "Choosing the plans family": the five committed grids hold every candidate of the script's
@@ -339,7 +359,9 @@ def test_the_plans_calibration_reproduces_from_the_rule_and_the_development_seed
 
     rules = json.loads((root / "docs/results/calibration-plans-4-rules.json").read_text())
     assert [c["overrides"] for c in rules["candidates"]] == json.loads(json.dumps(DOMAIN_GRIDS["plans"][4]))
-    assert rules_stats(DOMAIN_GRIDS["plans"][4][7]) == rules["candidates"][7]["rules"]  # the family kept
+    kept = rules_stats(DOMAIN_GRIDS["plans"][4][7])  # the family kept: its reading reproduces; it has one answer
+    assert {k: kept[k] for k in rules["candidates"][7]["rules"]} == rules["candidates"][7]["rules"]
+    assert kept["answer_mode"] == kept["count_guess"] == 1.0
     grids = {**DOMAIN_GRIDS["plans"], 4: fourth_grid(rules)}
     # a candidate of each grid measured again (the fourth's is the fifth's first with two rates changed): the
     # first grid's first; then the nearest to the rule (the lowest majority; the fifth: pass@64 in range)

@@ -208,6 +208,12 @@ class PlansConfig:
     chain: int = 0
     """Tasks that form one chain, each after the one before (beside at most one other predecessor): a critical
     path that a day which does not advance it can delay; 0 for none, as in the first families."""
+    chain_margin: tuple[int, int] | None = None
+    """When set, each problem's chain is longer than its capacity bound (its task count over the day's capacity,
+    rounded up) by a number of tasks drawn uniformly from this range, in place of ``chain``: the chain then sets
+    the earliest finish, and whether it lies beyond the capacity bound is not in the task count. (A fixed chain
+    of 5 among 8-10 tasks, two a day, made the earliest finish 5 on every problem.) None: ``chain`` as set (the
+    same problems as before the knob)."""
 
     def __post_init__(self):
         lo, hi = self.tasks
@@ -215,6 +221,12 @@ class PlansConfig:
             raise ValueError(f"tasks must satisfy 2 <= min <= max <= 12, got {self.tasks}")
         if self.chain != 0 and not 2 <= self.chain <= lo:
             raise ValueError(f"chain must be 0 (none) or in 2..{lo} (the fewest tasks), got {self.chain}")
+        if self.chain_margin is not None:
+            room = lo - -(-lo // self.capacity)  # the longest margin that keeps the chain within the fewest tasks
+            if self.chain:
+                raise ValueError("set chain or chain_margin, not both")
+            if not 0 <= self.chain_margin[0] <= self.chain_margin[1] <= room:
+                raise ValueError(f"chain_margin must be none or a range within 0..{room}, got {self.chain_margin}")
         if not 1 <= self.capacity <= 4:
             raise ValueError(f"capacity must be in 1..4, got {self.capacity}")
         for name in ("after_rate", "due_share", "tight_share", "van_share"):
@@ -230,11 +242,13 @@ def make_plan(cfg: PlansConfig, rng: np.random.Generator) -> Plan:
     """One random plan of family ``cfg``, solvable on time."""
     n = int(rng.integers(cfg.tasks[0], cfg.tasks[1] + 1))
     names = [chr(ord("A") + i) for i in range(n)]
+    chain = cfg.chain if cfg.chain_margin is None else -(-n // cfg.capacity) + int(rng.integers(
+        cfg.chain_margin[0], cfg.chain_margin[1] + 1))
     tasks = []
     for i, name in enumerate(names):
         earlier = [j for j in range(i) if rng.random() < cfg.after_rate]
         picked = sorted(rng.permutation(earlier)[:2]) if earlier else []
-        if 0 < i < cfg.chain:  # the chain's link, and the lowest other drawn predecessor (the draws are the same)
+        if 0 < i < chain:  # the chain's link, and the lowest other drawn predecessor (the draws are the same)
             picked = sorted({i - 1, *[j for j in picked if j != i - 1][:1]})
         after = tuple(names[j] for j in picked)
         tasks.append(Task(name, after, None, bool(rng.random() < cfg.van_share)))

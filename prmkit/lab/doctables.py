@@ -277,13 +277,15 @@ def calibration_range_table(summary: dict) -> str:
 
 def calibration_rules_table(summary: dict) -> str:
     """A plans grid's families read through their rules of thumb alone (``scripts/calibrate_family.py --rules``):
-    each rule's share of problems finished late and the share whose earliest finish is the capacity bound."""
+    each rule's share of problems finished late, and the shares of answers a verifier could give without reading
+    the plan (the capacity bound; where read, the commonest earliest finish and a guess from the task count)."""
     cands = summary["candidates"]
     knobs = list(cands[0]["overrides"])
     rules = list(cands[0]["rules"])
     rows = [[f"#{c['index']}", *(_knob(c["overrides"][k]) for k in knobs),
              *(f"{100 * c['rules'][r]:.1f}" for r in rules)] for c in cands]
-    names = [r.replace("late[", "late, ").replace("]", "").replace("capacity_bound", "capacity bound") for r in rules]
+    shares = {"capacity_bound": "capacity bound", "answer_mode": "commonest answer", "count_guess": "guess by count"}
+    names = [shares.get(r, r.replace("late[", "late, ").replace("]", "")) for r in rules]
     return markdown(["family", *(k.split(".")[-1] for k in knobs), *(f"{n} (%)" for n in names)], rows)
 
 

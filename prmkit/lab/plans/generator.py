@@ -15,7 +15,8 @@ good now. What goes wrong, each with its rate in :class:`PlansGeneratorConfig`:
   drawn from ``oversight_strength``, so majority voting is often wrong on that problem.
 - **Plausible but wasteful moves**: one task fewer than fits (``underfill_rate``).
 - **Slips**: a task whose predecessors are not done (``slip_rate``), visible on the line.
-- **Neutral steps**: ``Left: ...`` lines (``check_rate``), true and no progress.
+- **Neutral steps**: ``Left: ...`` lines (``check_rate``), true and no progress; with ``check_error_rate``, one
+  leaves out a task still to do (a wrong step the plan then ignores: the task is done all the same).
 - **Answers**: the plan's own finish day, misreported by one day with ``answer_slip_rate``; a sample cut
   off before its answer with ``no_answer_rate``.
 
@@ -64,14 +65,18 @@ class PlansGeneratorConfig:
     """Per day: one task added whose predecessors are not done."""
     check_rate: float = 0.06
     """Per day: a neutral ``Left: ...`` line before it."""
+    check_error_rate: float = 0.0
+    """Per ``Left:`` line with two or more tasks to list: one of them left out (rated ``wrong check``). The plan goes
+    on as if the line were right, so the error never reaches the answer: a right answer through a wrong step that
+    no slip of the plan makes. 0 draws nothing (the same samples as before the knob)."""
     answer_slip_rate: float = 0.03
     """Per sample: the answer misreports the plan's finish by one day."""
     no_answer_rate: float = 0.05
     """Per sample: cut off after a uniformly chosen number of days, without ``# Answer``."""
 
     def __post_init__(self):
-        for name in ("skill", "oversight_rate", "underfill_rate", "slip_rate", "check_rate", "answer_slip_rate",
-                     "no_answer_rate"):
+        for name in ("skill", "oversight_rate", "underfill_rate", "slip_rate", "check_rate", "check_error_rate",
+                     "answer_slip_rate", "no_answer_rate"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
         lo, hi = self.oversight_strength
@@ -173,7 +178,15 @@ def _by_lookahead(plan: Plan, done: int, day: int, fallback: int) -> int:
     options = day_options(plan, done, day)
     if not options:
         return fallback
-    return min(options, key=lambda s: (best_finish(plan, done | s, day + 1), -bin(s).count("1"), s))
+    return min(options, key=lambda s: (best_finish(plan, done | s, day + 1), -s.bit_count(), s))
+
+
+def _check_line(plan: Plan, done: int, cfg: PlansGeneratorConfig, rng: np.random.Generator) -> str:
+    """A ``Left:`` line: the tasks not done yet, one left out with ``check_error_rate`` (no draw when it is 0)."""
+    left = [t.name for i, t in enumerate(plan.tasks) if not done >> i & 1]
+    if len(left) >= 2 and cfg.check_error_rate and rng.random() < cfg.check_error_rate:
+        left.pop(int(rng.integers(len(left))))
+    return "Left: " + ", ".join(left)
 
 
 def sample_texts(plan: Plan, tend: Tendency, cfg: PlansGeneratorConfig, rng: np.random.Generator) -> list[str]:
@@ -185,7 +198,7 @@ def sample_texts(plan: Plan, tend: Tendency, cfg: PlansGeneratorConfig, rng: np.
         if stop is not None and day == stop:
             return texts
         if rng.random() < cfg.check_rate:
-            texts.append("Left: " + ", ".join(t.name for i, t in enumerate(plan.tasks) if not done >> i & 1))
+            texts.append(_check_line(plan, done, cfg, rng))
         rule = _by_rule(belief, done, tend.heuristic)
         chosen = _by_lookahead(belief, done, day, rule) if rng.random() < cfg.skill else rule
         chosen = _wasteful_or_slip(plan, done, chosen, cfg, rng)

@@ -235,40 +235,43 @@ def bon_read_table(summary: dict) -> str:
                      "command / bare json", "with --no-vote s", "--no-vote / bare json"], rows)
 
 
+CALIBRATION_LABELS = {
+    "pass@1": "pass@1", "pass@4": "pass@4", "pass@16": "pass@16", "pass@64": "pass@64", "maj_acc@64": "majority@64",
+    "right_answer_wrong_step": "right answers through a wrong step", "step_limit@4": "step-judge limit@4",
+    "step_limit@16": "step-judge limit@16", "step_limit@64": "step-judge limit@64",
+    "first_error_delayed": "samples whose first error is delayed"}
+"""Each statistic a calibration records (``scripts/calibrate_family.py``), in the tables' order; the last only
+for a domain with delayed errors (the plans domain)."""
+RANGE_STATISTICS = ("pass@1", "pass@64", "maj_acc@64", "right_answer_wrong_step", "step_limit@64",
+                    "first_error_delayed")
+"""The statistics a grid's range table shows."""
+
+
+def _rule_range(rule: dict, key: str) -> str:
+    return f"{100 * rule[key][0]:.0f}-{100 * rule[key][1]:.0f}" if key in rule else "reported"
+
+
 def calibration_table(summary: dict) -> str:
     """The rule's statistics of the chosen family (``scripts/calibrate_family.py``), per development seed and
     pooled, beside the rule's ranges."""
     chosen = summary["candidates"][summary["chosen"]]["stats"]
-    keys = [("pass@1", "pass@1"), ("pass@4", "pass@4"), ("pass@16", "pass@16"), ("pass@64", "pass@64"),
-            ("maj_acc@64", "majority@64"), ("right_answer_wrong_step", "right answers through a wrong step"),
-            ("step_limit@4", "step-judge limit@4"), ("step_limit@16", "step-judge limit@16"),
-            ("step_limit@64", "step-judge limit@64")]
-    keys += [(k, label) for k, label in CALIBRATION_EXTRAS if k in chosen]
+    keys = [k for k in CALIBRATION_LABELS if k in chosen]
     seeds = list(chosen["per_seed"])
-    rule = summary["rule"]
-    rows = [[label, *(f"{100 * chosen['per_seed'][s][k]:.1f}" for s in seeds), f"{100 * chosen[k]:.1f}",
-             f"{100 * rule[k][0]:.0f}-{100 * rule[k][1]:.0f}" if k in rule else "reported"] for k, label in keys]
+    rows = [[CALIBRATION_LABELS[k], *(f"{100 * chosen['per_seed'][s][k]:.1f}" for s in seeds),
+             f"{100 * chosen[k]:.1f}", _rule_range(summary["rule"], k)] for k in keys]
     return markdown(["statistic (%)", *(f"seed {s}" for s in seeds), "pooled", "the rule"], rows)
-
-
-CALIBRATION_EXTRAS = (("first_error_delayed", "samples whose first error is delayed"),)
-"""Statistics a domain's calibration reports beyond the ledger's (the plans domain's delayed errors)."""
 
 
 def calibration_range_table(summary: dict) -> str:
     """How far a calibration grid reached (``scripts/calibrate_family.py``): each of the rule's statistics'
     lowest and highest pooled value over every measured candidate, and which candidate had it."""
     cands = summary["candidates"]
-    keys = [("pass@1", "pass@1"), ("pass@64", "pass@64"), ("maj_acc@64", "majority@64"),
-            ("right_answer_wrong_step", "right answers through a wrong step"), ("step_limit@64", "step-judge limit@64")]
-    keys += [(k, label) for k, label in CALIBRATION_EXTRAS if k in cands[0]["stats"]]
-    rule, rows = summary["rule"], []
-    for k, label in keys:
+    rows = []
+    for k in (k for k in RANGE_STATISTICS if k in cands[0]["stats"]):
         low = min(cands, key=lambda c: c["stats"][k])
         high = max(cands, key=lambda c: c["stats"][k])
-        allowed = f"{100 * rule[k][0]:.0f}-{100 * rule[k][1]:.0f}" if k in rule else "reported"
-        rows.append([label, f"{100 * low['stats'][k]:.1f} (#{low['index']})",
-                     f"{100 * high['stats'][k]:.1f} (#{high['index']})", allowed])
+        rows.append([CALIBRATION_LABELS[k], f"{100 * low['stats'][k]:.1f} (#{low['index']})",
+                     f"{100 * high['stats'][k]:.1f} (#{high['index']})", _rule_range(summary["rule"], k)])
     met = [c["index"] for c in cands if c["meets"]]
     return markdown([f"statistic (%), {len(cands)} candidates", "lowest (candidate)", "highest (candidate)",
                      "the rule"], rows) + (f"\n\nCandidates that meet the rule: {', '.join(f'#{i}' for i in met)}."

@@ -23,7 +23,7 @@ from collections import Counter
 
 from tqdm import tqdm
 
-from prmkit.lab.config import preset
+from prmkit.lab.config import LabConfig, domain_defaults, preset
 from prmkit.lab.pools import generate_pool
 from prmkit.lab.stack import run_record
 from prmkit.lab.stats import pool_stats
@@ -178,9 +178,12 @@ DOMAIN_GRIDS = {"ledger": GRIDS, "plans": {1: PLANS_GRID, 2: PLANS_SECOND_GRID, 
 FROM_FAMILIES = {4: fourth_grid, 6: sixth_grid}
 """Each domain's grids. The plans domain's fourth and sixth hold families: read them with ``--rules``; their
 candidates are ``FROM_FAMILIES[grid]`` of that reading (``--grid N --families FILE``)."""
-FROM_PRESET = {"ledger": "easy", "plans": "default"}
-"""The preset each domain's grids vary from: the ledger's family before the grids chose (``easy``), the
-plans domain's uncalibrated default."""
+def starting_point(domain: str) -> LabConfig:
+    """The config each domain's grids vary from: the ledger's family before its grids chose (the preset ``easy``);
+    the plans domain's defaults, which its presets were before its grids chose (the chosen candidate's overrides
+    hold every field its presets change)."""
+    return preset("easy") if domain == "ledger" else domain_defaults(domain)
+
 
 RULE = {"pass@64": (0.70, 0.85), "maj_acc@64": (0.0, 0.30), "right_answer_wrong_step": (0.10, 0.19)}
 """Each statistic's allowed range, both ends included (docs/lab.md)."""
@@ -189,7 +192,7 @@ RULE = {"pass@64": (0.70, 0.85), "maj_acc@64": (0.0, 0.30), "right_answer_wrong_
 def measure(overrides: dict, seeds=DEV_SEEDS, problems: int = 300, domain: str = "ledger") -> dict:
     """The rule's statistics of one candidate, pooled over ``seeds`` (each a mean over its problems); for a
     domain with delayed errors, the share of samples whose first error is delayed, reported beside them."""
-    cfg = preset(FROM_PRESET[domain], domain).replace(overrides)
+    cfg = starting_point(domain).replace(overrides)
     per_seed = [pool_stats(generate_pool(cfg, seed, "eval", problems=problems)) for seed in seeds]
     keys = ("pass@1", "pass@64", "maj_acc@64", "right_answer_wrong_step", "step_limit@64", "step_limit@16",
             "step_limit@4", "pass@4", "pass@16")
@@ -214,7 +217,7 @@ def rules_stats(overrides: dict, seeds=DEV_SEEDS, problems: int = 300) -> dict:
     from prmkit.lab.plans.generator import HEURISTICS, rule_finish
     from prmkit.lab.plans.oracle import plan_of
 
-    family = preset(FROM_PRESET["plans"], "plans").replace(overrides).domain
+    family = starting_point("plans").replace(overrides).domain
     late, bound, n, finishes, by_count = dict.fromkeys(HEURISTICS, 0), 0, 0, Counter(), {}
     for seed in seeds:
         for problem in make_problems(family, problems, seed, "eval"):

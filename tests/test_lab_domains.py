@@ -192,6 +192,30 @@ def test_step_auroc_tells_delayed_errors_from_immediate_ones_in_the_plans_domain
     assert steps["by_reason"] and "by_kind" not in steps
 
 
+def test_step_auroc_to_the_first_error_reads_each_solution_up_to_its_first_wrong_step(tmp_path):
+    """A score that finds every solution's first mistake and rates every step after it right: AUROC 1 up to the
+    first error, below 1 over every step (the plans oracle blames later days too); one wrong step per solution
+    that has one."""
+    from prmkit.lab.domains import oracle_labels
+    from prmkit.lab.scoring import first_error_aurocs, step_auroc
+
+    pool = generate_pool(preset("quick", "plans"), 0, "eval", problems=30, samples=8)
+    for sol in pool:
+        seen = False
+        for step, lab in zip([s for s in sol.steps if s.taken is not None], oracle_labels(sol)):
+            step.scores["p_correct"] = 0.1 if lab.rating == -1 and not seen else 0.9
+            seen = seen or lab.rating == -1
+    write_records(tmp_path / "plans.jsonl.gz", pool)
+    steps = step_auroc(tmp_path / "plans.jsonl.gz")
+    first = steps["to_first_error"]
+    assert first["auroc"] == 1.0 and steps["auroc"] < 1.0
+    assert first["wrong_steps"] == sum(any(lab.rating == -1 for lab in oracle_labels(s)) for s in pool)
+    assert first["wrong_steps"] < steps["wrong_steps"] and set(first["by_kind"]) == {"immediate", "delayed"}
+    headline = first_error_aurocs({"prm": steps})
+    assert headline == {"prm_first_error_auroc": 1.0, "prm_first_error_auroc[delayed]": 1.0,
+                        "prm_first_error_auroc[immediate]": 1.0}
+
+
 # --- the plans domain through `prmkit lab run`, at a tiny size -------------------------------------
 
 

@@ -326,10 +326,9 @@ def test_labellers_miss_delayed_errors_more_often_than_immediate_ones():
 def test_the_fourth_and_fifth_grids_family_has_one_answer():
     """docs/lab.md, "The sixth grid": 8-10 tasks, a chain of 5, two a day, no other dependencies: the earliest
     finish is 5 on every development problem of the rule's size; a chain margin drawn from a range varies it."""
-    from prmkit.lab.config import preset
-    from prmkit.lab.plans.domain import best_finish, make_problems
+    from prmkit.lab.plans.domain import PlansConfig, best_finish, make_problems
 
-    base = preset("default", "plans").domain
+    base = PlansConfig()  # the family the grids varied from
     fourth = dataclasses.replace(base, tasks=(8, 10), chain=5, after_rate=0.0, due_share=0.3)
     assert {best_finish(parse_problem(p.problem)) for s in (0, 1, 2) for p in make_problems(fourth, 300, s)} == {5}
     margin = dataclasses.replace(base, tasks=(8, 12), chain_margin=(0, 1), after_rate=0.0)
@@ -344,10 +343,10 @@ def test_the_fourth_and_fifth_grids_family_has_one_answer():
 
 @pytest.mark.slow
 def test_the_plans_calibration_reproduces_from_the_rule_and_the_development_seeds(monkeypatch):
-    """docs/lab.md, "Choosing the plans family": the five committed grids hold every candidate of the script's
-    grids in order (the fourth's from its families' committed rules reading, which reproduces), none meeting
-    the rule; candidates measured again give the committed statistics exactly; the presets keep the first
-    family."""
+    """docs/lab.md, "Choosing the plans family": the seven committed grids hold every candidate of the script's
+    grids in order (the fourth's and sixth's from their families' committed rules readings, which reproduce);
+    none of the first six meets the rule; the seventh's first meeting is its candidate 1; candidates measured
+    again give the committed statistics exactly; the presets hold the chosen family and generator."""
     import json
     from pathlib import Path
 
@@ -355,26 +354,34 @@ def test_the_plans_calibration_reproduces_from_the_rule_and_the_development_seed
 
     root = Path(__file__).parents[1]
     monkeypatch.syspath_prepend(str(root / "scripts"))
-    from calibrate_family import DOMAIN_GRIDS, fourth_grid, measure, meets, rules_stats
+    from calibrate_family import DOMAIN_GRIDS, fourth_grid, measure, meets, rules_stats, sixth_grid
 
-    rules = json.loads((root / "docs/results/calibration-plans-4-rules.json").read_text())
-    assert [c["overrides"] for c in rules["candidates"]] == json.loads(json.dumps(DOMAIN_GRIDS["plans"][4]))
-    kept = rules_stats(DOMAIN_GRIDS["plans"][4][7])  # the family kept: its reading reproduces; it has one answer
-    assert {k: kept[k] for k in rules["candidates"][7]["rules"]} == rules["candidates"][7]["rules"]
-    assert kept["answer_mode"] == kept["count_guess"] == 1.0
-    grids = {**DOMAIN_GRIDS["plans"], 4: fourth_grid(rules)}
+    def reading(name: str, grid: int, kept_index: int) -> dict:
+        rules = json.loads((root / "docs/results" / name).read_text())
+        assert [c["overrides"] for c in rules["candidates"]] == json.loads(json.dumps(DOMAIN_GRIDS["plans"][grid]))
+        kept = rules_stats(DOMAIN_GRIDS["plans"][grid][kept_index])  # the family kept: its reading reproduces
+        assert {k: kept[k] for k in rules["candidates"][kept_index]["rules"]} == rules["candidates"][kept_index]["rules"]
+        return rules, kept
+
+    rules4, kept4 = reading("calibration-plans-4-rules.json", 4, 7)
+    assert kept4["answer_mode"] == kept4["count_guess"] == 1.0  # the fourth grid's family has one answer
+    rules6, _ = reading("calibration-plans-6-rules.json", 6, 0)
+    grids = {**DOMAIN_GRIDS["plans"], 4: fourth_grid(rules4), 6: sixth_grid(rules6)}
     # a candidate of each grid measured again (the fourth's is the fifth's first with two rates changed): the
-    # first grid's first; then the nearest to the rule (the lowest majority; the fifth: pass@64 in range)
-    for grid, name, remeasured in ((1, "calibration-plans.json", 0), (2, "calibration-plans-2.json", 21),
-                                   (3, "calibration-plans-3.json", 15), (4, "calibration-plans-4.json", None),
-                                   (5, "calibration-plans-5.json", 3)):
+    # first grid's first; then the nearest to the rule (the lowest majority; the fifth and sixth: pass@64 in
+    # range); the seventh's chosen
+    for grid, remeasured, chosen in ((1, 0, None), (2, 21, None), (3, 15, None), (4, None, None), (5, 3, None),
+                                     (6, 3, None), (7, 1, 1)):
+        name = "calibration-plans.json" if grid == 1 else f"calibration-plans-{grid}.json"
         summary = json.loads((root / "docs/results" / name).read_text())
         candidates = grids[grid]
-        assert summary["domain"] == "plans" and summary["grid"] == grid and summary["chosen"] is None
+        assert summary["domain"] == "plans" and summary["grid"] == grid and summary["chosen"] == chosen
         assert [c["overrides"] for c in summary["candidates"]] == json.loads(json.dumps(candidates))
-        assert not any(c["meets"] or meets(c["stats"]) for c in summary["candidates"])
+        met = [c["index"] for c in summary["candidates"] if c["meets"] and meets(c["stats"])]
+        assert met[:1] == ([] if chosen is None else [chosen])
         if remeasured is not None:
             stats = measure(candidates[remeasured], domain="plans")
             assert stats == summary["candidates"][remeasured]["stats"], (grid, remeasured)
-    for name in ("default", "quick"):  # the first family: the one the first grid's first candidate measured
-        assert preset(name, "plans").replace(DOMAIN_GRIDS["plans"][1][0]) == preset(name, "plans")
+    for name in ("default", "quick"):  # the chosen family and generator
+        assert preset(name, "plans").replace(DOMAIN_GRIDS["plans"][7][1]) == preset(name, "plans")
+    assert preset("default", "plans").replace(DOMAIN_GRIDS["plans"][1][0]) != preset("default", "plans")

@@ -380,17 +380,40 @@ TABLES = {
 }
 """Every generated table, by the name a doc's marker uses."""
 
+def across_domains(rows_of):
+    """A table of one question over several lab runs (``{path: summary}``), each row led by its run's domain
+    (``domain`` in the summary; a ledger run's summary older than the field has none)."""
+    def table(summaries: dict) -> str:
+        header, rows = [], []
+        for summary in summaries.values():
+            header, run_rows = rows_of(summary)
+            rows += [[summary.get("domain", "ledger"), *row] for row in run_rows]
+        return markdown(["domain", *header], rows)
+
+    return table
+
+
+ACROSS_DOMAINS = {
+    "domains-paper-findings": across_domains(lambda s: findings_rows(s["paper_findings"])),
+    "domains-findings": across_domains(lambda s: findings_rows(s["findings"])),
+}
+"""Tables of several summaries: their block names the files joined by commas (docs/domains.md)."""
+
 BLOCK = re.compile(r"(<!-- generated: (\S+) (\S+) -->\n)(.*?)(<!-- end generated -->)", re.DOTALL)
 
 
 def render_doc(text: str, root: Path) -> str:
-    """``text`` with every generated block filled from its results file (paths relative to ``root``)."""
+    """``text`` with every generated block filled from its results file (paths relative to ``root``), or, for a
+    table of :data:`ACROSS_DOMAINS`, its results files joined by commas."""
     def fill(m: re.Match) -> str:
         name, results = m.group(2), m.group(3)
-        if name not in TABLES:
-            raise ValueError(f"unknown generated table {name!r} (known: {', '.join(TABLES)})")
-        summary = json.loads((root / results).read_text())
-        return f"{m.group(1)}{TABLES[name](summary)}\n{m.group(5)}"
+        if name in ACROSS_DOMAINS:
+            table = ACROSS_DOMAINS[name]({p: json.loads((root / p).read_text()) for p in results.split(",")})
+        elif name in TABLES:
+            table = TABLES[name](json.loads((root / results).read_text()))
+        else:
+            raise ValueError(f"unknown generated table {name!r} (known: {', '.join([*TABLES, *ACROSS_DOMAINS])})")
+        return f"{m.group(1)}{table}\n{m.group(5)}"
 
     return BLOCK.sub(fill, text)
 

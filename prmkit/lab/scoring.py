@@ -56,27 +56,41 @@ def merge_scored(out: Path, base_file, scored_files: list) -> int:
 
 def step_auroc(path, score_key: str = "p_correct") -> dict:
     """AUROC of a step score against the oracle's truth: overall, per oracle reason of the wrong steps, and, in
-    a domain with delayed errors (plans), per kind of error: immediate (visible on its line) or delayed."""
-    from prmkit.evaluate.steps import auroc
+    a domain with delayed errors (plans), per kind of error: immediate (visible on its line) or delayed. The same
+    again over each solution's steps up to and including its first wrong one (``to_first_error``): what a PRM
+    trained as in PRM800K's phase 2 learns to do, find the first mistake. (In the plans domain most wrong steps
+    come after the first: a dead end makes every later day that passes a deadline wrong too.)"""
     from prmkit.io import read_solutions
     from prmkit.lab.domains import domain_of
 
-    scores, truth, reasons, kinds, delayed = [], [], [], [], False
+    scores, truth, reasons, kinds, early, delayed = [], [], [], [], [], False
     for sol in read_solutions(path):
         domain = domain_of(sol)
         delayed = delayed or bool(domain.delayed)
         steps = [s for s in sol.steps if s.taken is not None]
+        before_error = True
         for step, lab in zip(steps, domain.oracle.oracle_labels(sol)):
             if score_key in step.scores:
                 scores.append(step.scores[score_key])
                 truth.append(int(lab.rating >= 0))
                 reasons.append(lab.reason)
                 kinds.append(domain.error_kind(lab.reason) or "")
+                early.append(before_error)
+            before_error = before_error and lab.rating != -1
     s, y, r, k = np.asarray(scores, float), np.asarray(truth, int), np.asarray(reasons), np.asarray(kinds)
+    out = _aurocs(s, y, r, k, delayed)
+    if "by_reason" in out:
+        keep = np.asarray(early, bool)
+        out["to_first_error"] = _aurocs(s[keep], y[keep], r[keep], k[keep], delayed)
+    return out
+
+
+def _aurocs(s: np.ndarray, y: np.ndarray, r: np.ndarray, k: np.ndarray, delayed: bool) -> dict:
+    from prmkit.evaluate.steps import auroc
+
     if s.size == 0 or y.min() == y.max():
         return {"auroc": float("nan"), "steps": int(s.size)}
-    out = {"auroc": auroc(s, y), "steps": int(s.size), "wrong_steps": int((y == 0).sum()),
-           "by_reason": _auroc_by(s, y, r)}
+    out = {"auroc": auroc(s, y), "steps": int(s.size), "wrong_steps": int((y == 0).sum()), "by_reason": _auroc_by(s, y, r)}
     if delayed:
         out["by_kind"] = _auroc_by(s, y, k)
     return out
@@ -161,10 +175,26 @@ def headline(result: dict) -> dict:
                 out[f"valid_{col}@{n}"] = m[f"valid_acc@{n}[{col}]"]["estimate"]
     out["first_sample"] = m["first_acc"]["estimate"]
     out["prm_step_auroc"] = result["steps"]["prm"]["auroc"]
+    out.update(first_error_aurocs(result["steps"]))
     out["likelihood_step_auroc"] = result["steps"]["likelihood"]["auroc"]
     if "prm_paper" in result["steps"]:
         out["prm_paper_step_auroc"] = result["steps"]["prm_paper"]["auroc"]
     out["N"] = top
+    return out
+
+
+def first_error_aurocs(steps: dict) -> dict:
+    """Each PRM's step AUROC over steps up to the first wrong one (``prm_first_error_auroc``, the paper PRM's
+    ``prm_paper_first_error_auroc``) and, in a domain with delayed errors, per kind (``...[immediate]``,
+    ``...[delayed]``): headline numbers."""
+    out = {}
+    for model in ("prm", "prm_paper"):
+        first = steps.get(model, {}).get("to_first_error")
+        if first is None:
+            continue
+        out[f"{model}_first_error_auroc"] = first["auroc"]
+        for kind, v in first.get("by_kind", {}).items():
+            out[f"{model}_first_error_auroc[{kind}]"] = v["auroc"]
     return out
 
 

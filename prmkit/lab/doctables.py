@@ -31,6 +31,12 @@ PAPER_ROWS = [("step-judge limit@{N}", "step_limit@{N}"), ("paper PRM min@{N}", 
               ("valid solution, PRM min@{N}", "valid_prm_min@{N}"), ("valid solution, ORM@{N}", "valid_orm@{N}"),
               ("valid solution, paper PRM min@{N}", "valid_prm_paper_min@{N}"),
               ("valid solution, paper ORM@{N}", "valid_orm_paper@{N}"), ("paper PRM step AUROC", "prm_paper_step_auroc")]
+FIRST_ERROR_ROWS = [(f"{name} step AUROC up to the first error{kind}", f"{key}_first_error_auroc{suffix}")
+                    for name, key in (("PRM", "prm"), ("paper PRM", "prm_paper"))
+                    for kind, suffix in (("", ""), (", immediate errors", "[immediate]"), (", delayed errors", "[delayed]"))]
+"""The PRMs' step AUROC over each solution's steps up to its first wrong one, and per kind of error where the
+domain has delayed errors (runs since 2026-12-06)."""
+PAPER_ROWS += FIRST_ERROR_ROWS
 """Rows a run with the ceilings and the paper's arms has (a row a summary lacks is left out)."""
 EVAL_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("PRM product@{N}", "prm_product@{N}"), ("PRM mean@{N}", "prm_mean@{N}"),
              ("PRM last@{N}", "prm_last@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{N}", "majority@{N}"),
@@ -393,9 +399,35 @@ def across_domains(rows_of):
     return table
 
 
+STEP_AUROC_COLUMNS = [("PRM, every step", "prm_step_auroc"), ("PRM, to the first error", "prm_first_error_auroc"),
+                      ("PRM, first immediate errors", "prm_first_error_auroc[immediate]"),
+                      ("PRM, first delayed errors", "prm_first_error_auroc[delayed]"),
+                      ("paper PRM, every step", "prm_paper_step_auroc"),
+                      ("paper PRM, to the first error", "prm_paper_first_error_auroc"),
+                      ("base likelihood, every step", "likelihood_step_auroc")]
+"""The step AUROCs a lab run's headline holds (a run from before 2026-12-06 lacks the first-error ones: "-")."""
+
+
+def step_auroc_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Each seed's step AUROCs on the held-out pool, one row per seed."""
+    rows = [[str(seed), *(f"{summary['results'][str(seed)]['eval'][k]:.3f}" if k in summary["results"][str(seed)]["eval"]
+                          else "-" for _, k in STEP_AUROC_COLUMNS)] for seed in summary["seeds"]]
+    return ["seed", *(label for label, _ in STEP_AUROC_COLUMNS)], rows
+
+
+def calibration_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """The chosen family's pooled statistics beside the rule's ranges, one row per statistic."""
+    chosen = summary["candidates"][summary["chosen"]]
+    rows = [[CALIBRATION_LABELS[k], f"{100 * chosen['stats'][k]:.1f}", _rule_range(summary["rule"], k)]
+            for k in CALIBRATION_LABELS if k in chosen["stats"]]
+    return ["statistic (%), development seeds pooled", "chosen family", "the rule"], rows
+
+
 ACROSS_DOMAINS = {
     "domains-paper-findings": across_domains(lambda s: findings_rows(s["paper_findings"])),
     "domains-findings": across_domains(lambda s: findings_rows(s["findings"])),
+    "domains-step-auroc": across_domains(step_auroc_rows),
+    "domains-calibration": across_domains(calibration_rows),
 }
 """Tables of several summaries: their block names the files joined by commas (docs/domains.md)."""
 

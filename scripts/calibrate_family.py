@@ -175,9 +175,12 @@ GRIDS = {1: CANDIDATES, 2: SECOND_GRID}
 DOMAIN_GRIDS = {"ledger": GRIDS, "plans": {1: PLANS_GRID, 2: PLANS_SECOND_GRID, 3: PLANS_THIRD_GRID,
                                            4: PLANS_FOURTH_FAMILIES, 5: PLANS_FIFTH_GRID,
                                            6: PLANS_SIXTH_FAMILIES, 7: PLANS_SEVENTH_GRID}}
+"""Each domain's grids. The plans domain's fourth and sixth hold families: read them with ``--rules``."""
 FROM_FAMILIES = {4: fourth_grid, 6: sixth_grid}
-"""Each domain's grids. The plans domain's fourth and sixth hold families: read them with ``--rules``; their
-candidates are ``FROM_FAMILIES[grid]`` of that reading (``--grid N --families FILE``)."""
+"""The grids made from their families' rules reading: ``FROM_FAMILIES[grid](reading)`` (``--grid N --families
+FILE``)."""
+
+
 def starting_point(domain: str) -> LabConfig:
     """The config each domain's grids vary from: the ledger's family before its grids chose (the preset ``easy``);
     the plans domain's defaults, which its presets were before its grids chose (the chosen candidate's overrides

@@ -34,6 +34,26 @@ def test_a_changed_summary_changes_the_doc(tmp_path):
     assert set(TABLES) >= {"lab-eval", "lab-ood", "lab-targets", "lab-wall"}
 
 
+def test_a_table_across_domains_reads_every_summary_its_block_names(tmp_path):
+    """A block naming files joined by commas: one table, each row led by its summary's domain (a summary without
+    the field is the ledger's); a name that is no table is refused."""
+    import pytest
+
+    from prmkit.lab.doctables import ACROSS_DOMAINS
+
+    ledger = json.loads((REPO / "docs" / "results" / "calibration-2.json").read_text())
+    plans = json.loads((REPO / "docs" / "results" / "calibration-plans-7.json").read_text())
+    (tmp_path / "a.json").write_text(json.dumps(ledger))
+    (tmp_path / "b.json").write_text(json.dumps(plans))
+    out = render_doc("<!-- generated: domains-calibration a.json,b.json -->\nold\n<!-- end generated -->\n", tmp_path)
+    rows = [line for line in out.splitlines() if line.startswith(("| ledger |", "| plans |"))]
+    pass64 = 100 * plans["candidates"][plans["chosen"]]["stats"]["pass@64"]
+    assert "old" not in out and f"| plans | pass@64 | {pass64:.1f} | 70-85 |" in rows
+    assert {r.split(" | ")[0] for r in rows} == {"| ledger", "| plans"} and "domains-calibration" in ACROSS_DOMAINS
+    with pytest.raises(ValueError, match="unknown generated table 'domains-nothing'"):
+        render_doc("<!-- generated: domains-nothing a.json,b.json -->\n<!-- end generated -->\n", tmp_path)
+
+
 def test_the_committed_summaries_ran_on_the_pinned_stack():
     from prmkit.lab.stack import GRADE_PACKAGES, PACKAGES, READ_PACKAGES, RL_PACKAGES, read_pins
 

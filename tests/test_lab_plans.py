@@ -336,9 +336,36 @@ def test_the_fourth_and_fifth_grids_family_has_one_answer():
     assert len({best_finish(p) for p in plans}) >= 3
     for p in plans:  # the chain is as long as the capacity bound, or one longer, and sets the earliest finish
         assert best_finish(p) - -(-len(p.tasks) // p.capacity) in (0, 1)
-    for bad in ({"chain_margin": (0, 5)}, {"chain_margin": (1, 0)}, {"chain": 4, "chain_margin": (0, 1)}):
-        with pytest.raises(ValueError, match="chain"):  # a chain longer than 8 tasks; a backward range; both set
+    assert dataclasses.replace(margin, chain_margin=(0, 4)).chain_margin == (0, 4)  # a chain of 8 among 8 tasks
+    for bad in ({"chain_margin": (0, 5)}, {"chain_margin": (1, 0)}, {"chain": 4, "chain_margin": (0, 1)},
+                {"chain_margin": (0,)}):
+        with pytest.raises(ValueError, match="chain"):  # longer than 8 tasks; a backward range; both set; no range
             dataclasses.replace(margin, **bad)
+
+
+def test_a_wrong_left_line_leaves_out_one_task_and_never_reaches_the_answer():
+    """``check_error_rate``: every ``Left:`` line with two or more to list leaves one out (rated ``wrong check``),
+    none with one. (That rate 0 draws nothing, so samples are those of a generator without the knob, the slow
+    calibration test checks: earlier grids' candidates measure again to their committed statistics.)"""
+    from prmkit.lab.plans.domain import PlansConfig, make_problems
+    from prmkit.lab.plans.generator import PlansGeneratorConfig, generate
+    from prmkit.lab.plans.oracle import oracle_labels
+
+    problems = make_problems(PlansConfig(), 20, seed=0)
+    always = generate(problems, PlansGeneratorConfig(check_rate=0.5, check_error_rate=1.0), 4, seed=0)
+    lefts = 0
+    for sol in always:
+        plan, done = parse_problem(sol.problem.problem), set()
+        for text, label in zip(sol.texts, oracle_labels(sol)):
+            if text.startswith("Day ") and not text.endswith("rest"):
+                done |= set(text.split(": ")[1].split(", "))
+            elif text.startswith("Left: "):
+                lefts += 1
+                left = {t.name for t in plan.tasks} - done
+                listed = set(text.removeprefix("Left: ").split(", "))
+                assert listed < left and len(left - listed) == 1 if len(left) >= 2 else listed == left
+                assert label.reason == ("wrong check" if len(left) >= 2 else "neutral check")
+    assert lefts > 50
 
 
 @pytest.mark.slow
@@ -377,7 +404,8 @@ def test_the_plans_calibration_reproduces_from_the_rule_and_the_development_seed
         candidates = grids[grid]
         assert summary["domain"] == "plans" and summary["grid"] == grid and summary["chosen"] == chosen
         assert [c["overrides"] for c in summary["candidates"]] == json.loads(json.dumps(candidates))
-        met = [c["index"] for c in summary["candidates"] if c["meets"] and meets(c["stats"])]
+        assert all(c["meets"] == meets(c["stats"]) for c in summary["candidates"])
+        met = [c["index"] for c in summary["candidates"] if c["meets"]]
         assert met[:1] == ([] if chosen is None else [chosen])
         if remeasured is not None:
             stats = measure(candidates[remeasured], domain="plans")

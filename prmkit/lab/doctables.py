@@ -26,17 +26,16 @@ from pathlib import Path
 
 from prmkit.lab.targets import POOL_NAMES, findings_rows, pooled_rows
 
+FIRST_ERROR_ROWS = [(f"{name} step AUROC up to the first error{kind}", f"{key}_first_error_auroc{suffix}")
+                    for name, key in (("PRM", "prm"), ("paper PRM", "prm_paper"))
+                    for kind, suffix in (("", ""), (", immediate errors", "[immediate]"), (", delayed errors", "[delayed]"))]
+"""The PRMs' step AUROC over each solution's steps up to its first wrong one, and per kind of error where the
+domain has delayed errors (runs since 2026-12-06; a row a summary lacks is left out)."""
 PAPER_ROWS = [("step-judge limit@{N}", "step_limit@{N}"), ("paper PRM min@{N}", "prm_paper_min@{N}"),
               ("paper ORM@{N}", "orm_paper@{N}"), ("paper PRM min@16", "prm_paper_min@16"), ("paper ORM@16", "orm_paper@16"),
               ("valid solution, PRM min@{N}", "valid_prm_min@{N}"), ("valid solution, ORM@{N}", "valid_orm@{N}"),
               ("valid solution, paper PRM min@{N}", "valid_prm_paper_min@{N}"),
               ("valid solution, paper ORM@{N}", "valid_orm_paper@{N}"), ("paper PRM step AUROC", "prm_paper_step_auroc")]
-FIRST_ERROR_ROWS = [(f"{name} step AUROC up to the first error{kind}", f"{key}_first_error_auroc{suffix}")
-                    for name, key in (("PRM", "prm"), ("paper PRM", "prm_paper"))
-                    for kind, suffix in (("", ""), (", immediate errors", "[immediate]"), (", delayed errors", "[delayed]"))]
-"""The PRMs' step AUROC over each solution's steps up to its first wrong one, and per kind of error where the
-domain has delayed errors (runs since 2026-12-06)."""
-PAPER_ROWS += FIRST_ERROR_ROWS
 """Rows a run with the ceilings and the paper's arms has (a row a summary lacks is left out)."""
 EVAL_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("PRM product@{N}", "prm_product@{N}"), ("PRM mean@{N}", "prm_mean@{N}"),
              ("PRM last@{N}", "prm_last@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{N}", "majority@{N}"),
@@ -46,11 +45,11 @@ EVAL_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("PRM product@{N}", "prm_product@{N
              ("label-free, likelihood_min@{N}", "likelihood_min@{N}"), ("PRM min@16", "prm_min@16"),
              ("ORM@16", "orm@16"), ("majority@16", "majority@16"), ("pass@{N}", "pass@{N}"),
              ("first sample", "first_sample"), ("PRM step AUROC (vs the oracle)", "prm_step_auroc"),
-             ("base-model likelihood step AUROC", "likelihood_step_auroc"), *PAPER_ROWS]
+             ("base-model likelihood step AUROC", "likelihood_step_auroc"), *FIRST_ERROR_ROWS, *PAPER_ROWS]
 OOD_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("ORM@{N}", "orm@{N}"), ("majority@{N}", "majority@{N}"),
             ("weighted vote by PRM min@{N}", "weighted_prm_min@{N}"), ("weighted vote by ORM@{N}", "weighted_orm@{N}"),
             ("label-free (better likelihood)@{N}", "label_free@{N}"), ("PRM min@16", "prm_min@16"),
-            ("pass@{N}", "pass@{N}"), ("PRM step AUROC", "prm_step_auroc"), *PAPER_ROWS]
+            ("pass@{N}", "pass@{N}"), ("PRM step AUROC", "prm_step_auroc"), *FIRST_ERROR_ROWS, *PAPER_ROWS]
 
 
 def _cell(key: str, value: float) -> str:
@@ -385,6 +384,7 @@ TABLES = {
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
 }
 """Every generated table, by the name a doc's marker uses."""
+
 
 def across_domains(rows_of):
     """A table of one question over several lab runs (``{path: summary}``), each row led by its run's domain

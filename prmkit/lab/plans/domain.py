@@ -209,11 +209,11 @@ class PlansConfig:
     """Tasks that form one chain, each after the one before (beside at most one other predecessor): a critical
     path that a day which does not advance it can delay; 0 for none, as in the first families."""
     chain_margin: tuple[int, int] | None = None
-    """When set, each problem's chain is longer than its capacity bound (its task count over the day's capacity,
-    rounded up) by a number of tasks drawn uniformly from this range, in place of ``chain``: the chain then sets
-    the earliest finish, and whether it lies beyond the capacity bound is not in the task count. (A fixed chain
-    of 5 among 8-10 tasks, two a day, made the earliest finish 5 on every problem.) None: ``chain`` as set (the
-    same problems as before the knob)."""
+    """When set, in place of ``chain``: each problem's chain is as long as its capacity bound (its task count over
+    the day's capacity, rounded up) plus a number of tasks drawn uniformly from this range. With no other
+    dependencies (``after_rate`` 0) the chain then sets the earliest finish, and whether it lies beyond the capacity
+    bound is not in the task count. (A fixed chain of 5 among 8-10 tasks, two a day, made the earliest finish 5 on
+    every problem.) None: ``chain`` as set (the same problems as before the knob)."""
 
     def __post_init__(self):
         lo, hi = self.tasks
@@ -221,14 +221,14 @@ class PlansConfig:
             raise ValueError(f"tasks must satisfy 2 <= min <= max <= 12, got {self.tasks}")
         if self.chain != 0 and not 2 <= self.chain <= lo:
             raise ValueError(f"chain must be 0 (none) or in 2..{lo} (the fewest tasks), got {self.chain}")
+        if not 1 <= self.capacity <= 4:
+            raise ValueError(f"capacity must be in 1..4, got {self.capacity}")
         if self.chain_margin is not None:
             room = lo - -(-lo // self.capacity)  # the longest margin that keeps the chain within the fewest tasks
             if self.chain:
                 raise ValueError("set chain or chain_margin, not both")
-            if not 0 <= self.chain_margin[0] <= self.chain_margin[1] <= room:
+            if len(self.chain_margin) != 2 or not 0 <= self.chain_margin[0] <= self.chain_margin[1] <= room:
                 raise ValueError(f"chain_margin must be none or a range within 0..{room}, got {self.chain_margin}")
-        if not 1 <= self.capacity <= 4:
-            raise ValueError(f"capacity must be in 1..4, got {self.capacity}")
         for name in ("after_rate", "due_share", "tight_share", "van_share"):
             if not 0.0 <= getattr(self, name) <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")

@@ -67,8 +67,9 @@ class PlansGeneratorConfig:
     """Per day: a neutral ``Left: ...`` line before it."""
     check_error_rate: float = 0.0
     """Per ``Left:`` line with two or more tasks to list: one of them left out (rated ``wrong check``). The plan goes
-    on as if the line were right, so the error never reaches the answer: a right answer through a wrong step that
-    no slip of the plan makes. 0 draws nothing (the same samples as before the knob)."""
+    on from where it truly stands and does that task all the same, so the error never reaches the answer: a right
+    answer through a wrong step that no slip of the plan makes. 0 draws nothing (the same samples as before the
+    knob)."""
     answer_slip_rate: float = 0.03
     """Per sample: the answer misreports the plan's finish by one day."""
     no_answer_rate: float = 0.05

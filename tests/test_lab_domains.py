@@ -211,9 +211,12 @@ def test_step_auroc_to_the_first_error_reads_each_solution_up_to_its_first_wrong
     assert first["auroc"] == 1.0 and steps["auroc"] < 1.0
     assert first["wrong_steps"] == sum(any(lab.rating == -1 for lab in oracle_labels(s)) for s in pool)
     assert first["wrong_steps"] < steps["wrong_steps"] and set(first["by_kind"]) == {"immediate", "delayed"}
+    location = steps["first_error_location"]  # the threshold from one half, every first error found in the other
+    assert location["f1"] == 1.0 and location["n"] == len(pool) // 2 and 0.1 < location["threshold"] <= 0.9
     headline = first_error_aurocs({"prm": steps})
     assert headline == {"prm_first_error_auroc": 1.0, "prm_first_error_auroc[delayed]": 1.0,
-                        "prm_first_error_auroc[immediate]": 1.0}
+                        "prm_first_error_auroc[immediate]": 1.0, "prm_first_error_f1": 1.0,
+                        "prm_first_error_found[delayed]": 1.0, "prm_first_error_found[immediate]": 1.0}
 
 
 # --- the plans domain through `prmkit lab run`, at a tiny size -------------------------------------

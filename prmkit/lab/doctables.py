@@ -26,11 +26,16 @@ from pathlib import Path
 
 from prmkit.lab.targets import POOL_NAMES, findings_rows, pooled_rows
 
-FIRST_ERROR_ROWS = [(f"{name} step AUROC up to the first error{kind}", f"{key}_first_error_auroc{suffix}")
-                    for name, key in (("PRM", "prm"), ("paper PRM", "prm_paper"))
-                    for kind, suffix in (("", ""), (", immediate errors", "[immediate]"), (", delayed errors", "[delayed]"))]
+FIRST_ERROR_ROWS = [
+    *((f"{name} step AUROC up to the first error{kind}", f"{key}_first_error_auroc{suffix}")
+      for name, key in (("PRM", "prm"), ("paper PRM", "prm_paper"))
+      for kind, suffix in (("", ""), (", immediate errors", "[immediate]"), (", delayed errors", "[delayed]"))),
+    *((f"{name} first error located, F1", f"{key}_first_error_f1") for name, key in (("PRM", "prm"), ("paper PRM", "prm_paper"))),
+    *((f"{name} first {kind} errors found at their step", f"{key}_first_error_found[{kind}]")
+      for name, key in (("PRM", "prm"), ("paper PRM", "prm_paper")) for kind in ("immediate", "delayed"))]
 """The PRMs' step AUROC over each solution's steps up to its first wrong one, and per kind of error where the
-domain has delayed errors (runs since 2026-12-06; a row a summary lacks is left out)."""
+domain has delayed errors; where they put each solution's first error (ProcessBench's F1; first errors found at
+their step, per kind). Runs since 2026-12-06; a row a summary lacks is left out."""
 PAPER_ROWS = [("step-judge limit@{N}", "step_limit@{N}"), ("paper PRM min@{N}", "prm_paper_min@{N}"),
               ("paper ORM@{N}", "orm_paper@{N}"), ("paper PRM min@16", "prm_paper_min@16"), ("paper ORM@16", "orm_paper@16"),
               ("valid solution, PRM min@{N}", "valid_prm_min@{N}"), ("valid solution, ORM@{N}", "valid_orm@{N}"),
@@ -404,6 +409,9 @@ STEP_AUROC_COLUMNS = [("PRM, every step", "prm_step_auroc"), ("PRM, to the first
                       ("PRM, first delayed errors", "prm_first_error_auroc[delayed]"),
                       ("paper PRM, every step", "prm_paper_step_auroc"),
                       ("paper PRM, to the first error", "prm_paper_first_error_auroc"),
+                      ("PRM, first error located (F1)", "prm_first_error_f1"),
+                      ("PRM, first immediate errors found", "prm_first_error_found[immediate]"),
+                      ("PRM, first delayed errors found", "prm_first_error_found[delayed]"),
                       ("base likelihood, every step", "likelihood_step_auroc")]
 """The step AUROCs a lab run's headline holds (a run from before 2026-12-06 lacks the first-error ones: "-")."""
 

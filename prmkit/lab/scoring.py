@@ -58,17 +58,20 @@ def step_auroc(path, score_key: str = "p_correct") -> dict:
     """AUROC of a step score against the oracle's truth: overall, per oracle reason of the wrong steps, and, in
     a domain with delayed errors (plans), per kind of error: immediate (visible on its line) or delayed. The same
     again over each solution's steps up to and including its first wrong one (``to_first_error``): what a PRM
-    trained as in PRM800K's phase 2 learns to do, find the first mistake. (In the plans domain most wrong steps
-    come after the first: a dead end makes every later day that passes a deadline wrong too.)"""
+    trained as in PRM800K's phase 2 learns to do, find the first mistake (in the plans domain many wrong steps
+    come after the first: a dead end makes every later day that passes a deadline wrong too). And where the score
+    puts each solution's first error (``first_error_location``: ProcessBench's accuracies and F1, and the share of
+    first errors found at their step, per kind)."""
     from prmkit.io import read_solutions
     from prmkit.lab.domains import domain_of
 
     scores, truth, reasons, kinds, early, delayed = [], [], [], [], [], False
+    solutions = []  # per solution: its scored steps' scores, the index of its first wrong one (-1: none), its kind
     for sol in read_solutions(path):
         domain = domain_of(sol)
         delayed = delayed or bool(domain.delayed)
         steps = [s for s in sol.steps if s.taken is not None]
-        before_error = True
+        before_error, own, first, first_kind = True, [], -1, ""
         for step, lab in zip(steps, domain.oracle.oracle_labels(sol)):
             if score_key in step.scores:
                 scores.append(step.scores[score_key])
@@ -76,12 +79,50 @@ def step_auroc(path, score_key: str = "p_correct") -> dict:
                 reasons.append(lab.reason)
                 kinds.append(domain.error_kind(lab.reason) or "")
                 early.append(before_error)
+                if before_error and lab.rating == -1:
+                    first, first_kind = len(own), kinds[-1]
+                own.append(step.scores[score_key])
             before_error = before_error and lab.rating != -1
+        if own:
+            solutions.append((own, first, first_kind))
     s, y, r, k = np.asarray(scores, float), np.asarray(truth, int), np.asarray(reasons), np.asarray(kinds)
     out = _aurocs(s, y, r, k, delayed)
     if "by_reason" in out:
         keep = np.asarray(early, bool)
         out["to_first_error"] = _aurocs(s[keep], y[keep], r[keep], k[keep], delayed)
+        out["first_error_location"] = first_error_location(solutions)
+    return out
+
+
+def first_error_location(solutions: list[tuple[list[float], int, str]], seed: int = 0) -> dict:
+    """ProcessBench's measure of ``solutions`` (each: step scores, the index of its first wrong step or -1, that
+    error's kind or ""), as ``prmkit eval steps`` takes it: the threshold below which a step is the predicted first
+    error is chosen on a seeded random half (the dev half: a model's probabilities need not be calibrated to 0.5)
+    and the other half is measured: accuracy on the erroneous solutions (first error found at exactly its step),
+    on the correct ones (no step below the threshold), their F1, and the erroneous accuracy per kind of error.
+
+    >>> sols = [([0.9, 0.2], 1, "delayed"), ([0.9, 0.8], -1, ""), ([0.3, 0.9], 0, "immediate")] * 4
+    >>> loc = first_error_location(sols)
+    >>> loc["f1"], loc["found_by_kind"]["immediate"]["found"], 0.3 < loc["threshold"] <= 0.8
+    (1.0, 1.0, True)
+    """
+    from prmkit.evaluate.steps import (
+        StepSet,
+        choose_threshold,
+        first_error_predictions,
+        processbench_f1,
+        split_dev,
+    )
+
+    data = StepSet("pool", [own for own, _, _ in solutions], [first for _, first, _ in solutions],
+                   ids=[kind for _, _, kind in solutions])  # ids carry each solution's kind through the split
+    dev, test = split_dev(data, 0.5, seed)
+    threshold = choose_threshold([dev])[0]
+    out = {**processbench_f1(test, threshold), "threshold": threshold, "threshold_chosen_on": f"dev half, {len(dev)}"}
+    predicted, labels, kinds = first_error_predictions(test, threshold), np.asarray(test.labels), np.asarray(test.ids)
+    out["found_by_kind"] = {str(kind): {"found": float(np.mean(predicted[kinds == kind] == labels[kinds == kind])),
+                                        "solutions": int((kinds == kind).sum())}
+                            for kind in sorted(set(kinds[labels >= 0])) if kind}
     return out
 
 
@@ -186,7 +227,8 @@ def headline(result: dict) -> dict:
 def first_error_aurocs(steps: dict) -> dict:
     """Each PRM's step AUROC over steps up to the first wrong one (``prm_first_error_auroc``, the paper PRM's
     ``prm_paper_first_error_auroc``) and, in a domain with delayed errors, per kind (``...[immediate]``,
-    ``...[delayed]``): headline numbers."""
+    ``...[delayed]``); its ProcessBench F1 at locating the first error (``prm_first_error_f1``) and, per kind, the
+    share of first errors it finds at their step (``prm_first_error_found[immediate]``, ...): headline numbers."""
     out = {}
     for model in ("prm", "prm_paper"):
         first = steps.get(model, {}).get("to_first_error")
@@ -195,6 +237,10 @@ def first_error_aurocs(steps: dict) -> dict:
         out[f"{model}_first_error_auroc"] = first["auroc"]
         for kind, v in first.get("by_kind", {}).items():
             out[f"{model}_first_error_auroc[{kind}]"] = v["auroc"]
+        location = steps[model]["first_error_location"]
+        out[f"{model}_first_error_f1"] = location["f1"]
+        for kind, v in location["found_by_kind"].items():
+            out[f"{model}_first_error_found[{kind}]"] = v["found"]
     return out
 
 

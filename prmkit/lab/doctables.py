@@ -410,6 +410,7 @@ STEP_AUROC_COLUMNS = [("PRM, every step", "prm_step_auroc"), ("PRM, to the first
                       ("paper PRM, every step", "prm_paper_step_auroc"),
                       ("paper PRM, to the first error", "prm_paper_first_error_auroc"),
                       ("paper PRM, first immediate errors", "prm_paper_first_error_auroc[immediate]"),
+                      ("paper PRM, first delayed errors", "prm_paper_first_error_auroc[delayed]"),
                       ("PRM, first error located (F1)", "prm_first_error_f1"),
                       ("PRM, first immediate errors found", "prm_first_error_found[immediate]"),
                       ("PRM, first delayed errors found", "prm_first_error_found[delayed]"),

@@ -115,11 +115,12 @@ def first_error_location(solutions: list[tuple[list[float], int, str]], seed: in
     )
 
     data = StepSet("pool", [own for own, _, _ in solutions], [first for _, first, _ in solutions],
-                   ids=[kind for _, _, kind in solutions])  # ids carry each solution's kind through the split
+                   ids=[str(i) for i in range(len(solutions))])
     dev, test = split_dev(data, 0.5, seed)
     threshold = choose_threshold([dev])[0]
     out = {**processbench_f1(test, threshold), "threshold": threshold, "threshold_chosen_on": f"dev half, {len(dev)}"}
-    predicted, labels, kinds = first_error_predictions(test, threshold), np.asarray(test.labels), np.asarray(test.ids)
+    predicted, labels = first_error_predictions(test, threshold), np.asarray(test.labels)
+    kinds = np.asarray([solutions[int(i)][2] for i in test.ids])
     out["found_by_kind"] = {str(kind): {"found": float(np.mean(predicted[kinds == kind] == labels[kinds == kind])),
                                         "solutions": int((kinds == kind).sum())}
                             for kind in sorted(set(kinds[labels >= 0])) if kind}

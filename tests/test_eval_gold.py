@@ -98,3 +98,40 @@ def test_eval_bon_and_its_report_show_the_second_gold(tmp_path, capsys):
     assert np.isclose(result["metrics"]["valid_acc@3[prm_min]"]["estimate"], 0.5)  # right on 3 of 6 problems
     text = write_report(tmp_path / "out").read_text()
     assert "step-judge limit" in text and "valid solution [95% CI]" in text
+
+
+def brute_shares(scores, answered, classes, n: int, m_pad: int) -> dict[str, float]:
+    """Each class's share of the best-of-n picks over every n-subset of m_pad slots (ties split evenly)."""
+    shares = dict.fromkeys(set(classes), Fraction(0))
+    subsets = list(itertools.combinations(range(m_pad), n))
+    for subset in subsets:
+        real = [i for i in subset if i < len(scores) and answered[i]]
+        if real:
+            top = max(scores[i] for i in real)
+            tied = [i for i in real if scores[i] == top]
+            for i in tied:
+                shares[classes[i]] += Fraction(1, len(tied))
+    return {k: float(v / len(subsets)) for k, v in shares.items()}
+
+
+@settings(deadline=None, max_examples=60)
+@given(pools=st.lists(st.lists(st.tuples(st.sampled_from([0.1, 0.4, 0.4, 0.9]), st.booleans(),
+                                         st.sampled_from("abc")), min_size=1, max_size=5), min_size=1, max_size=3),
+       extra=st.integers(0, 2), n=st.integers(1, 7))
+def test_pick_shares_equal_brute_force_and_sum_to_the_chance_of_an_answered_pick(pools, extra, n):
+    m_pad = max(len(p) for p in pools) + extra
+    n = min(n, m_pad)
+    answers = [[f"a{i}" if ok else None for i, (_, ok, _) in enumerate(p)] for p in pools]
+    classes = np.array([k for p in pools for _, _, k in p])
+    pool = pool_from_lists(answers, [[False] * len(p) for p in pools], {"rm": [[s for s, _, _ in p] for p in pools]}, "exact")
+    result = evaluate_pool(pool, ["rm"], [n], pad_to=m_pad, vote=False, n_boot=10, classes=classes)
+    m = result["metrics"]
+    want = [brute_shares([s for s, _, _ in p], [ok for _, ok, _ in p], [k for _, _, k in p], n, m_pad) for p in pools]
+    answered_classes = set(classes[pool.has_answer].tolist())
+    assert {k for k in "abc" if f"pick_share@{n}[rm][{k}]" in m} == answered_classes
+    for k in answered_classes:
+        assert np.isclose(m[f"pick_share@{n}[rm][{k}]"]["estimate"], np.mean([w.get(k, 0.0) for w in want]))
+    # the chance an n-subset holds an answered sample: brute's step limit with "valid" meaning "answered"
+    any_answered = [brute([0.0] * len(p), [ok for _, ok, _ in p], [ok for _, ok, _ in p], n, m_pad)[0] for p in pools]
+    total = sum(m[f"pick_share@{n}[rm][{k}]"]["estimate"] for k in answered_classes)
+    assert np.isclose(total, np.mean(any_answered))

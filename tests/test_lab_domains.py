@@ -244,7 +244,20 @@ def test_lab_run_takes_the_plans_domain_end_to_end(tmp_path, monkeypatch, capsys
     for kind, got in steps["by_kind"].items():
         assert got["wrong_steps"] == sum(v["wrong_steps"] for r, v in steps["by_reason"].items()
                                          if PLANS.error_kind(r) == kind)
-    assert "the plans domain, preset quick" in (tmp_path / "run" / "report.html").read_text()
+    # what best-of-N picks, by the oracle: a pick valid at every step has the right answer, so the valid and the
+    # right-answer-wrong-step shares add up to answer accuracy, and the valid share is valid-solution accuracy
+    metrics = json.loads((tmp_path / "run" / "seed-0" / "evaluate" / "eval.json").read_text())["metrics"]
+    for col in ("prm_min", "orm", "prm_paper_min", "orm_paper"):
+        for n in (1, 4):
+            share = {k: metrics.get(f"pick_share@{n}[{col}][{k}]", {"estimate": 0.0})["estimate"]
+                     for k in ("valid", "right_answer_wrong_step", "wrong_delayed_only", "wrong_immediate")}
+            assert share["valid"] == pytest.approx(metrics[f"valid_acc@{n}[{col}]"]["estimate"])
+            assert share["valid"] + share["right_answer_wrong_step"] == pytest.approx(metrics[f"bon_acc@{n}[{col}]"]["estimate"])
+            assert sum(share.values()) <= 1 + 1e-9
+    picks = {(p["scorer"], p["N"]): p["shares"] for p in summary["picks"]["eval"]}
+    assert picks[("PRM min", 1)] == picks[("ORM", 1)]  # at N = 1 every scorer picks the pool's own mix
+    report = (tmp_path / "run" / "report.html").read_text()
+    assert "the plans domain, preset quick" in report and "What best-of-N picks" in report
 
 
 def test_the_lab_generate_backend_samples_a_plans_preset_and_refuses_rollouts_it_cannot_make():

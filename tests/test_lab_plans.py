@@ -413,3 +413,33 @@ def test_the_plans_calibration_reproduces_from_the_rule_and_the_development_seed
     for name in ("default", "quick"):  # the chosen family and generator
         assert preset(name, "plans").replace(DOMAIN_GRIDS["plans"][7][1]) == preset(name, "plans")
     assert preset("default", "plans").replace(DOMAIN_GRIDS["plans"][1][0]) != preset("default", "plans")
+
+
+PLANS_BY_CLASS = {
+    "valid": ["Day 1: A", "Day 2: B, C", "Day 3: D", "# Answer\n\n3"],
+    "right_answer_wrong_step": ["Day 1: A", "Left: D", "Day 2: B, C", "Day 3: D", "# Answer\n\n3"],
+    "wrong_delayed_only": ["Day 1: A", "Day 2: B", "Day 3: C", "Day 4: D", "# Answer\n\n4"],  # valid but wasteful
+    "wrong_immediate": ["Day 1: A", "Day 2: B, C, D", "# Answer\n\n2"],
+}
+
+
+def test_a_pick_is_classed_by_its_errors_kinds_and_the_reading_keeps_the_pools_order(tmp_path):
+    from prmkit.evaluate.pool import load_pool
+    from prmkit.io import write_records
+    from prmkit.lab.scoring import PICK_CLASSES, OracleReading
+    from prmkit.schema import Solution
+
+    sols = []
+    for i, name in enumerate([*PICK_CLASSES, *reversed(PICK_CLASSES)]):  # two problems, their samples interleaved
+        problem = Problem(PROBLEM_TEXT, answer="3", subject="plans", id=f"p{i % 2}")
+        steps = PLANS_BY_CLASS[name]
+        sols.append(Solution.from_steps(problem, steps, answer=steps[-1].split()[-1], scores={"rm": float(i)},
+                                        grade=grade_answer(problem, steps[-1].split()[-1])))
+    write_records(tmp_path / "pool.jsonl", sols)
+    reading = OracleReading()
+    pool = load_pool(tmp_path / "pool.jsonl", answer_key="exact", step_truth=reading)
+    order = pool.scores["rm"].astype(int)
+    assert order.tolist() != list(range(len(sols)))  # the pool regrouped the samples by problem
+    names = [*PICK_CLASSES, *reversed(PICK_CLASSES)]
+    assert reading.classes_in(pool).tolist() == [names[i] for i in order]
+    assert pool.valid.tolist() == [names[i] == "valid" for i in order]

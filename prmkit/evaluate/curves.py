@@ -17,6 +17,13 @@ human step labels, a step oracle), a second gold beside answer accuracy, exact a
                              process scorer can reach; pass@64 is an outcome judge's)
     valid_acc@64[prm_min]    the sample best-of-64 by prm_min picks is valid at every step
 
+Where the caller sorts the samples into classes (``classes``: a name per sample, pool order, such as a
+step oracle's "valid", "right answer through a wrong step", "wrong with an immediate error"), the share
+of each column's picks in each class, exact as best-of-N (the shares of one column sum to the chance
+that an N-subset has an answered sample, 1 where every sample answers)::
+
+    pick_share@64[prm_min][valid]   the sample best-of-64 by prm_min picks is of the class "valid"
+
 >>> from prmkit.evaluate.pool import pool_from_lists
 >>> pool = pool_from_lists([["1", "1", "2"]] * 4, [[1, 1, 0]] * 4, {"rm": [[.2, .3, .9]] * 4}, answer_key="exact")
 >>> res = evaluate_pool(pool, ["rm"], [1, 3], n_boot=100)
@@ -53,7 +60,8 @@ def default_ns(m_pad: int) -> list[int]:
 
 def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, pad_to: int | None = None,
                   vote: bool = True, weight_transform: str = "auto", target_se: float = 0.002,
-                  n_boot: int = 2000, seed: int = 0, progress=None, per_problem: tuple[str, ...] = ()) -> dict:
+                  n_boot: int = 2000, seed: int = 0, progress=None, per_problem: tuple[str, ...] = (),
+                  classes: np.ndarray | None = None) -> dict:
     """Best-of-N, votes, pass@N and first sample for ``pool``; see the module docstring for the names.
 
     ``per_problem`` names curves (``bon_acc[prm_min]``, ``maj_acc``) whose per-problem values are kept
@@ -68,6 +76,8 @@ def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, p
     curves["pass"] = {"per_problem": exact_pass(pool, ns, m_pad), "method": "exact"}
     if pool.valid is not None:
         curves.update(gold_curves(pool, columns, ns, m_pad))
+    if classes is not None:
+        curves.update(pick_share_curves(pool, columns, classes, ns, m_pad))
     transforms = {}
     if vote:
         curves["maj_acc"] = _mc(vote_curve(pool, ns, None, m_pad, target_se, seed=seed, progress=progress))
@@ -92,6 +102,29 @@ def gold_curves(pool: Pool, columns: list[str], ns: list[int], m_pad: int) -> di
         levels = score_levels(pool, col, valid.astype(float))
         out[f"valid_acc[{col}]"] = {"per_problem": level_expectation(levels, pool.n_problems, m_pad, ns),
                                     "method": "exact"}
+    return out
+
+
+def pick_share_curves(pool: Pool, columns: list[str], classes: np.ndarray, ns: list[int], m_pad: int) -> dict[str, dict]:
+    """Per column and class of sample (``classes``: a name per sample, pool order), the share of the column's
+    best-of-N picks in that class, per problem: ``pick_share[column][class]`` (a class with no answered sample
+    is never picked and gets no curve).
+
+    >>> from prmkit.evaluate.pool import pool_from_lists
+    >>> pool = pool_from_lists([["1", "2"]], [[1, 0]], {"rm": [[.2, .9]]}, answer_key="exact")
+    >>> c = pick_share_curves(pool, ["rm"], np.array(["right", "wrong"]), [1, 2], 2)
+    >>> c["pick_share[rm][wrong]"]["per_problem"].tolist(), c["pick_share[rm][right]"]["per_problem"].tolist()
+    ([[0.5, 1.0]], [[0.5, 0.0]])
+    """
+    classes = np.asarray(classes)
+    if classes.shape != (pool.n_samples,):
+        raise ValueError(f"classes: one per sample expected ({pool.n_samples}), got shape {classes.shape}")
+    out = {}
+    for col in columns:
+        for name in sorted(set(classes[pool.has_answer].tolist())):
+            levels = score_levels(pool, col, ((classes == name) & pool.has_answer).astype(float))
+            out[f"pick_share[{col}][{name}]"] = {"per_problem": level_expectation(levels, pool.n_problems, m_pad, ns),
+                                                 "method": "exact"}
     return out
 
 

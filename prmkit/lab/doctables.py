@@ -24,7 +24,7 @@ import json
 import re
 from pathlib import Path
 
-from prmkit.lab.targets import POOL_NAMES, findings_rows, pooled_rows
+from prmkit.lab.targets import POOL_NAMES, findings_rows, picks_rows, pooled_rows
 
 FIRST_ERROR_ROWS = [
     *((f"{name} step AUROC up to the first error{kind}", f"{key}_first_error_auroc{suffix}")
@@ -372,6 +372,7 @@ TABLES = {
     "lab-pooled": lambda s: markdown(*pooled_rows(s["pooled"], s.get("auroc_spreads", {"PRM": s["auroc_spread"]}))),
     "lab-findings": lambda s: markdown(*findings_rows(s["findings"])),
     "lab-paper-findings": lambda s: markdown(*findings_rows(s["paper_findings"])),
+    "lab-picks": lambda s: markdown(*picks_rows(s["picks"])),
     "lab-models": models_table,
     "lab-kernels": kernels_table,
     "lab-kernels-moves": kernel_moves_table,
@@ -436,6 +437,7 @@ def calibration_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
 ACROSS_DOMAINS = {
     "domains-paper-findings": across_domains(lambda s: findings_rows(s["paper_findings"])),
     "domains-findings": across_domains(lambda s: findings_rows(s["findings"])),
+    "domains-picks": across_domains(lambda s: picks_rows(s["picks"])),
     "domains-step-auroc": across_domains(step_auroc_rows),
     "domains-calibration": across_domains(calibration_rows),
 }

@@ -29,8 +29,10 @@ from prmkit.lab.targets import (
     findings_rows,
     has_gold,
     has_per_problem,
+    picks_rows,
     pooled_findings,
     pooled_gaps,
+    pooled_picks,
     pooled_rows,
 )
 
@@ -163,6 +165,12 @@ FINDINGS_NOTE = ("<p class='note'>Findings, not targets: an interval that covers
                  "steps (a right answer through a wrong step is not valid).</p>")
 
 
+PICKS_NOTE = ("<p class='note'>Each scorer's best-of-N pick sorted by the oracle: valid at every step; a right "
+              "answer through a wrong step; a wrong answer whose every error is delayed (in plans: every constraint "
+              "kept, the plan only later than it could be, or led into a dead end); a wrong answer with an error "
+              "visible on its line. At N = 1 every scorer picks at random: the pool's own mix.</p>")
+
+
 def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str) -> dict:
     """Write ``report.html`` and figures under ``run_dir``; return the summary (headlines, targets, sweep)."""
     run_dir = Path(run_dir)
@@ -180,11 +188,15 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
     by_arm = {arm: {p: pooled_findings({s: results[s][p] for s in seeds}, cfg.bootstrap, arm=arm)
                     for p in ("eval", "ood") if has_gold({s: results[s][p] for s in seeds}, arm)} for arm in ARMS}
     findings = by_arm["equal"]
+    picks = {p: rows for p in ("eval", "ood") if (rows := pooled_picks({s: results[s][p] for s in seeds}, cfg.bootstrap))}
     parts = [_note(cfg)]
     for arm in ("paper", "equal"):  # the paper's arms first: they are the headline where a run has them
         if by_arm[arm]:
             parts += [Markup("<h2>PRM against ORM, {}: pooled over seeds, with the ceilings beside each gap</h2>"
                              ).format(ARM_NAMES[arm]), Markup(FINDINGS_NOTE), table(*findings_rows(by_arm[arm]))]
+    if picks:
+        parts += [Markup("<h2>What best-of-N picks, by the oracle: pooled over seeds</h2>"), Markup(PICKS_NOTE),
+                  table(*picks_rows(picks))]
     if pooled:
         parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), table(*pooled_rows(pooled, spreads))]
     if not findings:  # an older run without the second gold: its per-seed targets, as it was reported
@@ -219,7 +231,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
             "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
                                  "sweep": sweeps[s]} for s in seeds},
             **({"findings": findings} if findings else {"targets": {str(s): checks[s] for s in seeds}}),
-            **({"paper_findings": by_arm["paper"]} if by_arm["paper"] else {}),
+            **({"paper_findings": by_arm["paper"]} if by_arm["paper"] else {}), **({"picks": picks} if picks else {}),
             "pooled": pooled, "auroc_spread": spreads["PRM"], "auroc_spreads": spreads}
 
 

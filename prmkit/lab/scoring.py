@@ -155,20 +155,22 @@ def evaluate_scored(path, cfg, seed: int) -> dict:
     from prmkit.evaluate.curves import default_ns, evaluate_pool
     from prmkit.evaluate.pool import load_pool
 
-    pool = load_pool(path, answer_key="exact", step_truth=oracle_truth)  # the oracle: the second gold
+    reading = OracleReading()
+    pool = load_pool(path, answer_key="exact", step_truth=reading)  # the oracle: the second gold
+    classes = reading.classes_in(pool)
     ns = default_ns(int(pool.sizes.max()))
-    kw = {"ns": ns, "target_se": cfg.vote_target_se, "n_boot": cfg.bootstrap, "seed": seed}
-    result = evaluate_pool(pool, list(VOTED), vote=True, per_problem=PER_PROBLEM, **kw)
+    kw = {"ns": ns, "target_se": cfg.vote_target_se, "n_boot": cfg.bootstrap, "seed": seed, "classes": classes}
+    result = evaluate_pool(pool, list(VOTED), vote=True, per_problem=PER_PROBLEM + _pick_curves(VOTED, pool, classes), **kw)
     others = [f"prm_{h}" for h in PRM_AGGREGATIONS if f"prm_{h}" not in VOTED] + list(LABEL_FREE)
     paper = [c for c in PAPER_COLUMNS if c in pool.scores]
     others += paper
-    kept = tuple(f"{curve}[{c}]" for c in paper for curve in ("bon_acc", "valid_acc"))
+    kept = tuple(f"{curve}[{c}]" for c in paper for curve in ("bon_acc", "valid_acc")) + _pick_curves(paper, pool, classes)
     _merge(result, evaluate_pool(pool, others, vote=False, per_problem=kept, **kw))
     sweep = {}
     for budget in sorted(cfg.label_budgets):
         cols = [f"prm{budget}_min", f"prm{budget}_product", f"orm{budget}"]
         if budget != cfg.labelled and all(c in pool.scores for c in cols):  # the sweep scores the eval pool only
-            sweep[budget] = evaluate_pool(pool, cols, vote=False, **kw)["metrics"]
+            sweep[budget] = evaluate_pool(pool, cols, vote=False, **{**kw, "classes": None})["metrics"]
     result["sweep"] = {str(k): v for k, v in sweep.items()}
     result["steps"] = {"prm": step_auroc(path, "p_correct"), "likelihood": step_auroc(path, "base_logp_min")}
     if "prm_paper_min" in paper:
@@ -177,11 +179,51 @@ def evaluate_scored(path, cfg, seed: int) -> dict:
     return result
 
 
-def oracle_truth(solution) -> list[int]:
-    """The oracle's rating of every step a lab solution took (``Pool.valid``: none of them -1)."""
-    from prmkit.lab.domains import oracle_labels
+PICK_CLASSES = ("valid", "right_answer_wrong_step", "wrong_delayed_only", "wrong_immediate")
+"""What the oracle makes of a sample, the classes of best-of-N picks: valid at every step (so its answer is right);
+a right answer through a wrong step; a wrong answer whose every error is delayed (in plans: every constraint kept,
+the plan only later than it could be, "valid but wasteful", or led into a dead end); a wrong answer with an error
+visible on its line. A domain without delayed errors (the ledger) has no ``wrong_delayed_only``."""
 
-    return [label.rating for label in oracle_labels(solution)]
+
+def pick_class(solution, labels) -> str:
+    """The class of :data:`PICK_CLASSES` of ``solution``, from its oracle ``labels``."""
+    from prmkit.lab.domains import domain_of
+
+    kinds = {domain_of(solution).error_kind(label.reason) for label in labels if label.rating == -1}
+    if not kinds:
+        return "valid"
+    if solution.grade == "correct":
+        return "right_answer_wrong_step"
+    return "wrong_delayed_only" if kinds == {"delayed"} else "wrong_immediate"
+
+
+class OracleReading:
+    """``load_pool``'s step truth from the oracle (``Pool.valid``: no step rated -1) that also notes each sample's
+    class of :data:`PICK_CLASSES` on the way, so the file is read once."""
+
+    def __init__(self):
+        self.problems: list[str] = []
+        self.classes: list[str] = []
+
+    def __call__(self, solution) -> list[int]:
+        from prmkit.lab.domains import oracle_labels
+
+        labels = oracle_labels(solution)
+        self.problems.append(solution.problem.id if solution.problem.id is not None else solution.problem.problem)
+        self.classes.append(pick_class(solution, labels))
+        return [label.rating for label in labels]
+
+    def classes_in(self, pool) -> np.ndarray:
+        """The classes in ``pool``'s order (problems by first appearance, the file's order within each)."""
+        index = {p: i for i, p in enumerate(pool.problem_ids)}
+        order = np.argsort([index[p] for p in self.problems], kind="stable")
+        return np.asarray(self.classes)[order]
+
+
+def _pick_curves(columns, pool, classes: np.ndarray) -> tuple[str, ...]:
+    """The pick-share curves of ``columns`` (one per class an answered sample has), kept per problem."""
+    return tuple(f"pick_share[{c}][{k}]" for c in columns for k in sorted(set(classes[pool.has_answer].tolist())))
 
 
 def _merge(into: dict, other: dict) -> None:

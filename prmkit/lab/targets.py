@@ -9,9 +9,6 @@ resamples seeds, then held-out problems (the per-problem best-of-N every evaluat
 PRM means ``prm_min`` (chosen before any run). Every function reads the evaluation results
 (``RUN_DIR/seed-S/evaluate/<pool>.json``) and returns plain numbers.
 
->>> import numpy as np
-
-from prmkit.lab.numbers import interval, points
 >>> r = {"ns": [1, 4], "per_problem": {"bon_acc[prm_min]": [[1, 1], [0, 1]], "bon_acc[orm]": [[0, 0], [0, 1]],
 ...                                    "maj_acc": [[0, 0], [0, 0]]}}
 >>> g = pooled_gaps({0: r, 1: r}, n_boot=50)
@@ -161,6 +158,51 @@ def pooled_rows(pooled: dict, spreads: dict) -> tuple[list[str], list[list[str]]
     return ["pool", "gap (points)", "pooled mean [95% CI]", "per seed", "CI above 0"], rows
 
 
+PICKERS = {"PRM min": "prm_min", "PRM product": "prm_product", "ORM": "orm", "paper PRM min": "prm_paper_min",
+           "paper ORM": "orm_paper"}
+"""The scorers whose best-of-N picks are sorted by class (:data:`prmkit.lab.scoring.PICK_CLASSES`), by table name."""
+
+
+def pooled_picks(results: dict, n_boot: int = 1000, seed: int = 0) -> list[dict]:
+    """What each scorer's best-of-N picks are, pooled over seeds then problems with 95% intervals: per scorer and N
+    (1: the pool's own mix, 16 and the largest), the share of picks in each class the evaluations kept per problem
+    (``pick_share[column][class]``); [] for evaluations from before 2026-12-06.
+
+    >>> r = {"ns": [1, 4], "per_problem": {"pick_share[orm][valid]": [[0.5, 1.0]], "pick_share[orm][wrong_immediate]":
+    ...      [[0.5, 0.0]]}}
+    >>> [(p["scorer"], p["N"], p["shares"]["valid"]["mean"]) for p in pooled_picks({0: r}, 20)]
+    [('ORM', 1, 0.5), ('ORM', 4, 1.0)]
+    """
+    from prmkit.lab.study.core import mean_ci
+
+    first = next(iter(results.values()))
+    ns = [n for n in dict.fromkeys([1, 16, max(first["ns"])]) if n in first["ns"]]
+    out = []
+    for name, column in PICKERS.items():
+        prefix = f"pick_share[{column}]["
+        classes = [c[len(prefix):-1] for c in first.get("per_problem", {}) if c.startswith(prefix)]
+        if not classes or not all(f"{prefix}{k}]" in r.get("per_problem", {}) for r in results.values() for k in classes):
+            continue
+        for n in ns:
+            shares = {k: mean_ci(np.stack([_per_problem(r, f"{prefix}{k}]", n) for r in results.values()]),
+                                 n_boot=n_boot, seed=seed) for k in classes}
+            out.append({"scorer": name, "N": n, "shares": shares})
+    return out
+
+
+PICK_LABELS = {"valid": "valid at every step", "right_answer_wrong_step": "right answer, a wrong step",
+               "wrong_delayed_only": "wrong answer, delayed errors only", "wrong_immediate": "wrong answer, an immediate error"}
+"""Column headings of the classes of picks (a domain without delayed errors has no ``wrong_delayed_only``: "-")."""
+
+
+def picks_rows(picks: dict) -> tuple[list[str], list[list[str]]]:
+    """Pooled picks of every pool (:func:`pooled_picks`) as table rows: percent of picks per class, 95% intervals."""
+    rows = [[POOL_NAMES[p], row["scorer"], "1 (the pool's mix)" if row["N"] == 1 else str(row["N"]),
+             *(interval(row["shares"][k]) if k in row["shares"] else "-" for k in PICK_LABELS)]
+            for p, pool_rows in picks.items() for row in pool_rows]
+    return ["pool", "scorer", "N", *(f"{label} (% of picks)" for label in PICK_LABELS.values())], rows
+
+
 def has_per_problem(results: dict) -> bool:
     """Whether every evaluation kept the per-problem curves the pooled gaps need (older ones did not)."""
     return all(all(c in r.get("per_problem", {}) for c in (PRM, ORM, MAJORITY)) for r in results.values())
@@ -170,6 +212,8 @@ __all__ = [
     "ARMS",
     "ARM_NAMES",
     "FINDING_NS",
+    "PICKERS",
+    "PICK_LABELS",
     "FLOOR",
     "POOL_NAMES",
     "SMALL_N",
@@ -182,7 +226,9 @@ __all__ = [
     "has_per_problem",
     "pooled_findings",
     "pooled_gaps",
+    "pooled_picks",
     "pooled_rows",
+    "picks_rows",
 ]
 
 

@@ -197,9 +197,13 @@ PICK_LABELS = {"valid": "valid at every step", "right_answer_wrong_step": "right
 
 def picks_rows(picks: dict) -> tuple[list[str], list[list[str]]]:
     """Pooled picks of every pool (:func:`pooled_picks`) as table rows: percent of picks per class, 95% intervals."""
-    rows = [[POOL_NAMES[p], row["scorer"], "1 (the pool's mix)" if row["N"] == 1 else str(row["N"]),
-             *(interval(row["shares"][k]) if k in row["shares"] else "-" for k in PICK_LABELS)]
-            for p, pool_rows in picks.items() for row in pool_rows]
+    rows = []
+    for p, pool_rows in picks.items():
+        mix = next(row for row in pool_rows if row["N"] == 1)  # N = 1 picks at random: one row for every scorer
+        for row in [mix, *(row for row in pool_rows if row["N"] != 1)]:
+            rows.append([POOL_NAMES[p], "any (a random pick)" if row is mix else row["scorer"],
+                         "1 (the pool's mix)" if row is mix else str(row["N"]),
+                         *(interval(row["shares"][k]) if k in row["shares"] else "-" for k in PICK_LABELS)])
     return ["pool", "scorer", "N", *(f"{label} (% of picks)" for label in PICK_LABELS.values())], rows
 
 

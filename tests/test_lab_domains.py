@@ -286,3 +286,41 @@ def test_the_oracle_labels_a_plans_file_through_the_cli(tmp_path):
     assert [s.grade for s in rated] == [s.grade for s in pool] and all(s.label_source == "oracle" for s in rated)
     assert [s.ratings for s in rated] == [[lab.rating for lab in PLANS.oracle.oracle_labels(s)] for s in pool]
 
+
+
+# --- the studies on the plans domain, at a tiny size ------------------------------------------------
+
+TINY_BASE = {k: v for k, v in TINY.items()
+             if k.startswith("base.") or k in ("pretrain_problems", "ood_pretrain_problems", "rm.batch_size", "rm.warmup_steps")}
+TINY_STUDIES = {
+    "budget": {"budget.budgets": "8,16", "budget.n": 4, "budget.eval_problems": 4, "budget.eval_samples": 4,
+               "budget.rm_steps": 2},
+    "active": {"active.budgets": "1,2", "active.candidates": 3, "active.train_problems": 8, "active.eval_problems": 4,
+               "active.eval_samples": 4, "active.n": 4, "active.rm_steps": 2},
+    "synthetic": {"synthetic.per_problem": "1,2", "synthetic.teacher": "oracle", "synthetic.n": 4, "synthetic.problems": 40,
+                  "synthetic.eval_problems": 4, "synthetic.eval_samples": 4, "synthetic.rm_steps": 2,
+                  "synthetic.large_problems": 8, "synthetic.large_samples": 2, "synthetic.large_steps": 2},
+}
+"""Seconds on a CPU: every stage of a study on plans problems, nothing trained to mean anything (so the synthetic
+study's labels come from the oracle: a large PRM trained for seconds labels every step alike, one class)."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("study", sorted(TINY_STUDIES))
+def test_the_domain_general_studies_run_on_plans_problems(study, tmp_path, lab_cache, capsys):
+    from prmkit.io import read_solutions
+
+    sets = [a for k, v in {**TINY_BASE, **TINY_STUDIES[study]}.items() for a in ("--set", f"{k}={v}")]
+    argv = ["lab", "study", study, "--domain", "plans", "--preset", "quick", "--seeds", "0", "--workers", "1",
+            "--no-progress", "--out-dir", str(tmp_path), *sets]
+    assert main(argv) == 0
+    summary = json.loads((tmp_path / f"study-{study}" / "summary.json").read_text())
+    assert summary["command"].startswith(f"prmkit lab study {study} --domain plans --preset quick")
+    pools = list((tmp_path / f"study-{study}").rglob("*.jsonl.gz"))
+    assert pools and all({s.problem.subject for s in read_solutions(p)} <= {"plans", "plans-ood"} for p in pools)
+
+
+@pytest.mark.parametrize("study", ["autolabel", "pressure"])
+def test_the_ledger_only_studies_refuse_another_domain_and_say_why(study, capsys):
+    with pytest.raises(SystemExit, match=f"the {study} study runs on the ledger only: "):
+        main(["lab", "study", study, "--domain", "plans", "--preset", "quick"])

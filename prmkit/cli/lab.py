@@ -96,6 +96,8 @@ examples:
   prmkit lab study autolabel --seeds report --set autolabel.k=16
   prmkit lab study pressure --seeds report --set pressure.rl.steps=100 --set pressure.rewards=orm,prm-min
   prmkit lab study budget --set budget.budgets=250,1000,4000 --set budget.rm_steps=300 --out-dir runs/budget-wide
+  prmkit lab study budget --domain plans          (the plans domain: into runs/lab-plans-default/study-budget;
+                                                   budget, active and synthetic run on any domain)
 
 Studies (docs/study-budget.md and the lab report):
   budget     PRM and ORM trained at several label budgets; accuracy against log(labels), best-fit lines,
@@ -120,16 +122,13 @@ def _config(args: argparse.Namespace, study: str | None = None) -> lab.LabConfig
     """defaults < the preset's recipe (or ``--recipe``) < ``--set``: one parser (:mod:`prmkit.config`)."""
     from prmkit.config import parse_sets, read_recipe
 
-    if study is not None:  # the studies run on the ledger (issue 32 moves them onto prmkit.lab.domains)
-        from prmkit.lab.study.config import study_preset
+    from prmkit.lab.study.config import study_preset
 
-        cfg = study_preset(study, args.preset)
-    else:
-        args.domain = args.domain or "ledger"
-        try:
-            cfg = lab.preset(args.preset, args.domain)
-        except ValueError as e:
-            raise SystemExit(f"prmkit lab: {e}") from None
+    args.domain = args.domain or "ledger"
+    try:
+        cfg = lab.preset(args.preset, args.domain) if study is None else study_preset(study, args.preset, args.domain)
+    except ValueError as e:
+        raise SystemExit(f"prmkit lab: {e}") from None
     if getattr(args, "recipe", None):
         cfg = cfg.replace(read_recipe(args.recipe))
     return cfg.replace(parse_sets(args.set))
@@ -223,12 +222,18 @@ def _add_device_flag(p) -> None:
                         "the heavy jobs run one at a time on the GPU, on a CPU in --workers processes")
 
 
+def _default_out(args: argparse.Namespace) -> str:
+    """A run's folder, where a study of the same domain and preset writes too: ``runs/lab-<preset>`` for the ledger,
+    ``runs/lab-<domain>-<preset>`` for another domain."""
+    return f"runs/lab-{args.preset}" if args.domain == "ledger" else f"runs/lab-{args.domain}-{args.preset}"
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from prmkit.lab.run import run_lab
 
     cfg = _config(args)
     if args.out is None:
-        args.out = f"runs/lab-{args.preset}" if args.domain == "ledger" else f"runs/lab-{args.domain}-{args.preset}"
+        args.out = _default_out(args)
     if args.fresh and os.path.isdir(args.out):
         shutil.rmtree(args.out)
     summary = run_lab(cfg, args.seeds, args.out, jobs=args.workers, progress=args.progress,
@@ -250,7 +255,7 @@ def cmd_study(args: argparse.Namespace) -> int:
 
     cfg = _config(args, args.study)
     if args.out is None:
-        args.out = f"runs/lab-{args.preset}"
+        args.out = _default_out(args)
     module = importlib.import_module(f"prmkit.lab.study.{args.study}")  # lazily: each study imports torch
     run_study(module.STUDY, cfg, args.seeds, args.out, jobs=args.workers, progress=args.progress,
               command=_command(f"prmkit lab study {args.study}", args), device=args.device)
@@ -275,13 +280,14 @@ def _seeds(text: str) -> list[int]:
     return seeds
 
 
-def _add_domain_flag(p: argparse.ArgumentParser) -> None:
+def _add_domain_flag(p: argparse.ArgumentParser, studies: bool = False) -> None:
     from prmkit.lab.domains import DOMAINS
 
+    which = ("budget, active and synthetic run on any domain, autolabel and pressure on the ledger only" if studies
+             else "a pool file's own domain is read from its problems")
     p.add_argument("--domain", choices=tuple(DOMAINS), default=None,
                    help="the lab domain (prmkit.lab.domains): ledger (each step a calculation; the default) or plans "
-                        "(each step a decision: which tasks on which day; presets default and quick); a pool file's "
-                        "own domain is read from its problems")
+                        f"(each step a decision: which tasks on which day; presets default and quick); {which}")
 
 
 def _preset_names() -> list[str]:
@@ -393,7 +399,8 @@ def _register_study(sub) -> None:
                        description="Run one of the paper's small-scale studies in the lab, with every seed's data "
                                    "and models kept, numbers with CIs over seeds, figures and a report section.")
     p.add_argument("study", choices=STUDIES, help="which study (see below)")
-    p.add_argument("--preset", choices=sorted(lab.PRESETS), default="default",
+    _add_domain_flag(p, studies=True)
+    p.add_argument("--preset", choices=_preset_names(), default="default",
                    help="quick: the test suite's size, a few minutes; default: the study's full size (at most "
                         "30 min on 2 cores); full: the full preset's pools")
     _add_recipe_flag(p)

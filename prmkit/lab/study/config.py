@@ -334,13 +334,23 @@ STUDIES = {"budget": (BudgetStudy, BudgetConfig), "active": (ActiveStudy, Active
            "pressure": (PressureStudy, PressureConfig)}
 
 
-def study_preset(study: str, name: str = "default") -> LabConfig:
-    """The config of ``study`` on lab preset ``name``: the preset's fields, and the study's section as
+LEDGER_ONLY = {
+    "autolabel": "its Monte-Carlo rollouts continue the ledger's generator from a prefix, and its reasons for a "
+                 "label's disagreement read ledger steps",
+    "pressure": "the policy it optimises is the lab's base model, whose text only the ledger reads back",
+}
+"""Studies that run on the ledger alone, and why; the others (budget, active, synthetic) run on any domain."""
+
+
+def study_preset(study: str, name: str = "default", domain: str = "ledger") -> LabConfig:
+    """The config of ``study`` on lab preset ``name`` of ``domain``: the preset's fields, and the study's section as
     ``prmkit/lab/recipes/studies/<name>.yaml`` sets it over its defaults (the quick sizes), else its defaults."""
     if study not in STUDIES:
         raise ValueError(f"unknown study {study!r} (expected one of {', '.join(STUDIES)})")
+    if domain != "ledger" and study in LEDGER_ONLY:
+        raise ValueError(f"the {study} study runs on the ledger only: {LEDGER_ONLY[study]}")
     cls, section = STUDIES[study]
-    lab = preset(name)
+    lab = preset(name, domain)
     sizes = STUDY_RECIPES / f"{name}.yaml"  # the study's own section at this preset's size, where one is written
     own = apply(section(), read_recipe(sizes).get(study, {})) if sizes.is_file() else section()
     # a study's models train once on all their labels, as its design counts them (a held-out split of a
@@ -357,6 +367,7 @@ def study_preset(study: str, name: str = "default") -> LabConfig:
 
 
 __all__ = [
+    "LEDGER_ONLY",
     "STUDIES",
     "STUDY_RM_STEPS",
     "ActiveConfig",

@@ -220,13 +220,12 @@ class Pools(Seeded):
 
     def run(self, out: Path) -> dict:
         from prmkit.io import write_records
-        from prmkit.lab.domain import make_problems
         from prmkit.lab.pools import generate_pool
 
         cfg, sc, seed = self.cfg, self.cfg.synthetic, self.seed
         fresh = generate_pool(cfg, seed, "train", problems=sc.problems, samples=max(sc.per_problem))
         held = generate_pool(cfg, seed, "eval", problems=sc.eval_problems, samples=sc.eval_samples)
-        large = {p.problem for p in make_problems(cfg.family("train"), sc.large_problems, sc.large_seed, "train")}
+        large = {p.problem for p in cfg.lab_domain.make_problems(cfg.family("train"), sc.large_problems, sc.large_seed, "train")}
         shared = len({s.problem.problem for s in fresh} & large)
         if shared:
             raise ValueError(f"{shared} fresh training problems of seed {seed} are also the large PRM's")

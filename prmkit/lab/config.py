@@ -104,6 +104,8 @@ family's pretraining problems are not its evaluation problems). Each split has i
 
 POLICIES = ("rules", "lm")
 """What can sample the lab's pools (:attr:`LabConfig.policy`)."""
+AGGREGATIONS = ("min", "product")
+"""The PRM solution scores a lab run's findings can read (:attr:`LabConfig.aggregation`)."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +168,10 @@ class LabConfig:
     label_budgets: tuple[int, ...] = ()
     """Extra numbers of labelled solutions to train PRM and ORM on (a label-budget sweep; each a prefix
     of the labelled split); the run always trains on all ``train_problems x train_samples``."""
+    aggregation: str = "min"
+    """The PRM's solution score in the findings (both comparisons): ``min`` over steps (the lab's, chosen on the
+    ledger before any run) or ``product`` (the paper's). Every evaluation keeps both; this picks the one the
+    findings and the paper arms' headline read (the plans presets: docs/domains.md, "A plans recipe")."""
     vote_target_se: float = 0.003
     """Monte-Carlo standard error aimed at by majority and weighted voting."""
     bootstrap: int = 1000
@@ -179,6 +185,8 @@ class LabConfig:
                 raise ValueError(f"{f.name} must be at least {least}, got {getattr(self, f.name)}")
         if self.policy not in POLICIES:
             raise ValueError(f"policy must be one of {', '.join(POLICIES)}, got {self.policy!r}")
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {', '.join(AGGREGATIONS)}, got {self.aggregation!r}")
         if self.orm_ratio < 1:
             raise ValueError(f"orm_ratio must be at least 1, got {self.orm_ratio}")
         budgets = tuple(int(b) for b in self.label_budgets)

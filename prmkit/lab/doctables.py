@@ -37,9 +37,11 @@ FIRST_ERROR_ROWS = [
 domain has delayed errors; where they put each solution's first error (ProcessBench's F1; first errors found at
 their step, per kind). Runs since 2026-12-06; a row a summary lacks is left out."""
 PAPER_ROWS = [("step-judge limit@{N}", "step_limit@{N}"), ("paper PRM min@{N}", "prm_paper_min@{N}"),
+              ("paper PRM product@{N}", "prm_paper_product@{N}"),
               ("paper ORM@{N}", "orm_paper@{N}"), ("paper PRM min@16", "prm_paper_min@16"), ("paper ORM@16", "orm_paper@16"),
               ("valid solution, PRM min@{N}", "valid_prm_min@{N}"), ("valid solution, ORM@{N}", "valid_orm@{N}"),
               ("valid solution, paper PRM min@{N}", "valid_prm_paper_min@{N}"),
+              ("valid solution, paper PRM product@{N}", "valid_prm_paper_product@{N}"),
               ("valid solution, paper ORM@{N}", "valid_orm_paper@{N}"), ("paper PRM step AUROC", "prm_paper_step_auroc")]
 """Rows a run with the ceilings and the paper's arms has (a row a summary lacks is left out)."""
 EVAL_ROWS = [("PRM min@{N}", "prm_min@{N}"), ("PRM product@{N}", "prm_product@{N}"), ("PRM mean@{N}", "prm_mean@{N}"),
@@ -392,15 +394,34 @@ TABLES = {
 """Every generated table, by the name a doc's marker uses."""
 
 
+def run_label(summary: dict) -> str:
+    """A run by its domain (a ledger summary older than the field has none), its seeds, and the PRM's score where
+    it is not the lab's ``min``.
+
+    >>> run_label({"domain": "plans", "seeds": [13, 14, 15], "aggregation": "product"}), run_label({"seeds": [10]})
+    ('plans, seeds 13-15, PRM by product', 'ledger, seed 10')
+    """
+    label = summary.get("domain", "ledger")
+    seeds = summary.get("seeds", [])
+    if len(seeds) == 1:
+        label += f", seed {seeds[0]}"
+    elif seeds:
+        contiguous = seeds == list(range(seeds[0], seeds[-1] + 1))
+        label += f", seeds {seeds[0]}-{seeds[-1]}" if contiguous else f", seeds {','.join(map(str, seeds))}"
+    if summary.get("aggregation", "min") != "min":
+        label += f", PRM by {summary['aggregation']}"
+    return label
+
+
 def across_domains(rows_of):
-    """A table of one question over several lab runs (``{path: summary}``), each row led by its run's domain
-    (``domain`` in the summary; a ledger run's summary older than the field has none)."""
+    """A table of one question over several lab runs (``{path: summary}``), each row led by its run
+    (:func:`run_label`)."""
     def table(summaries: dict) -> str:
         header, rows = [], []
         for summary in summaries.values():
             header, run_rows = rows_of(summary)
-            rows += [[summary.get("domain", "ledger"), *row] for row in run_rows]
-        return markdown(["domain", *header], rows)
+            rows += [[run_label(summary), *row] for row in run_rows]
+        return markdown(["run", *header], rows)
 
     return table
 

@@ -182,18 +182,21 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
         figures.append(_plot(results[s]["eval"], fig_dir / f"bon-seed{s}.png", f"Held-out pool, seed {s}"))
         figures.append(_plot(results[s]["ood"], fig_dir / f"ood-seed{s}.png", f"OOD family, seed {s}"))
     sweeps = {s: sweep_rows(results[s]["eval"], cfg.labelled) for s in seeds}
-    pooled = {p: pooled_gaps({s: results[s][p] for s in seeds}, cfg.bootstrap)
+    pooled = {p: pooled_gaps({s: results[s][p] for s in seeds}, cfg.bootstrap, aggregation=cfg.aggregation)
               for p in ("eval", "ood") if has_per_problem({s: results[s][p] for s in seeds})}
     spreads = auroc_spreads([results[s]["eval"]["headline"] for s in seeds])
-    by_arm = {arm: {p: pooled_findings({s: results[s][p] for s in seeds}, cfg.bootstrap, arm=arm)
-                    for p in ("eval", "ood") if has_gold({s: results[s][p] for s in seeds}, arm)} for arm in ARMS}
+    by_arm = {arm: {p: pooled_findings({s: results[s][p] for s in seeds}, cfg.bootstrap, arm=arm, aggregation=cfg.aggregation)
+                    for p in ("eval", "ood") if has_gold({s: results[s][p] for s in seeds}, arm, cfg.aggregation)}
+              for arm in ARMS}
     findings = by_arm["equal"]
     picks = {p: rows for p in ("eval", "ood") if (rows := pooled_picks({s: results[s][p] for s in seeds}, cfg.bootstrap))}
     parts = [_note(cfg)]
     for arm in ("paper", "equal"):  # the paper's arms first: they are the headline where a run has them
         if by_arm[arm]:
             parts += [Markup("<h2>PRM against ORM, {}: pooled over seeds, with the ceilings beside each gap</h2>"
-                             ).format(ARM_NAMES[arm]), Markup(FINDINGS_NOTE), table(*findings_rows(by_arm[arm]))]
+                             "<p>The PRM scores a solution by the {} of its step probabilities.</p>"
+                             ).format(ARM_NAMES[arm], cfg.aggregation), Markup(FINDINGS_NOTE),
+                      table(*findings_rows(by_arm[arm]))]
     if picks:
         parts += [Markup("<h2>What best-of-N picks, by the oracle: pooled over seeds</h2>"), Markup(PICKS_NOTE),
                   table(*picks_rows(picks))]
@@ -227,7 +230,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
                 config=dataclasses.asdict(cfg))
     with atomic_output(run_dir / "report.html") as f:
         f.write(text)
-    return {"command": command, "domain": domain, "preset": cfg.name, "seeds": seeds,
+    return {"command": command, "domain": domain, "preset": cfg.name, "seeds": seeds, "aggregation": cfg.aggregation,
             "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
                                  "sweep": sweeps[s]} for s in seeds},
             **({"findings": findings} if findings else {"targets": {str(s): checks[s] for s in seeds}}),

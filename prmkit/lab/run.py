@@ -56,6 +56,9 @@ POOLS = ("eval", "ood")
 RM_VERSION = 3
 """Part of the reward-model and score job keys: bumped when their outputs change meaning (2: the product path;
 3: every arm validated on the shared validation split)."""
+EVALUATE_VERSION = 4
+"""Part of the evaluation jobs' key: bumped when an evaluation holds other numbers (4: the classes of best-of-N
+picks, the paper PRM by product, both scores' per-problem curves), so a resumed run never keeps an older one."""
 KINDS = ("prm", "orm")
 
 
@@ -440,7 +443,7 @@ class SeedGraph:
     def evaluation(self, merges: dict[str, Node]) -> dict[str, str]:
         """Each pool evaluated in a job of its own, then gathered in ``evaluate/`` (what the report reads)."""
         scored = {pool: str(Path(node.folder) / f"{pool}.jsonl.gz") for pool, node in merges.items()}
-        key = key_of([merges[p].key for p in POOLS], self.cfg.vote_target_se, self.cfg.bootstrap, 3)
+        key = key_of([merges[p].key for p in POOLS], self.cfg.vote_target_se, self.cfg.bootstrap, EVALUATE_VERSION)
         folder = str(self.folder / "evaluate")
         if is_done(Path(folder), key):
             self.nodes.append(finished(folder, key, "evaluate"))

@@ -29,11 +29,12 @@ from prmkit.lab.likelihood import LABEL_FREE
 PRM_AGGREGATIONS = ("min", "product", "last", "mean")
 VOTED = ("prm_min", "prm_product", "orm")
 """Columns whose reward-weighted vote is estimated (Monte Carlo); the others get best-of-N only."""
-PER_PROBLEM = ("bon_acc[prm_min]", "bon_acc[orm]", "maj_acc", "pass", "step_limit", "valid_acc[prm_min]",
-               "valid_acc[orm]")
+PER_PROBLEM = ("bon_acc[prm_min]", "bon_acc[prm_product]", "bon_acc[orm]", "maj_acc", "pass", "step_limit",
+               "valid_acc[prm_min]", "valid_acc[prm_product]", "valid_acc[orm]")
 """Curves whose per-problem values each evaluation keeps, for gaps pooled over seeds then problems: the two
-arms and majority on answer accuracy and on valid-solution accuracy, and both ceilings."""
-PAPER_COLUMNS = ("prm_paper_min", "orm_paper")
+arms (the PRM by either score a run's findings may read, ``LabConfig.aggregation``) and majority on answer
+accuracy and on valid-solution accuracy, and both ceilings."""
+PAPER_COLUMNS = ("prm_paper_min", "prm_paper_product", "orm_paper")
 """The paper's data arms (:mod:`prmkit.lab.arms`), in a run that trains them: best-of-N (no votes) and the
 same per-problem curves as the equal-data pair."""
 

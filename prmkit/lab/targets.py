@@ -6,7 +6,7 @@ resamples seeds, then held-out problems (the per-problem best-of-N every evaluat
 - out of distribution: the same ordering, reported as found;
 - no lottery: the PRM's step AUROC within :data:`SPREAD` across seeds.
 
-PRM means ``prm_min`` (chosen before any run). Every function reads the evaluation results
+PRM means ``prm_min`` (chosen before any run) unless a run's ``aggregation`` says ``product``. Every function reads the evaluation results
 (``RUN_DIR/seed-S/evaluate/<pool>.json``) and returns plain numbers.
 
 >>> r = {"ns": [1, 4], "per_problem": {"bon_acc[prm_min]": [[1, 1], [0, 1]], "bon_acc[orm]": [[0, 0], [0, 1]],
@@ -37,22 +37,24 @@ def _per_problem(result: dict, curve: str, n: int) -> np.ndarray:
     return np.asarray(result["per_problem"][curve], float)[:, result["ns"].index(n)]
 
 
-def pooled_gaps(results: dict, n_boot: int = 1000, seed: int = 0) -> dict:
+def pooled_gaps(results: dict, n_boot: int = 1000, seed: int = 0, aggregation: str = "min") -> dict:
     """For one pool's evaluations by seed: PRM - ORM, ORM - majority, PRM - majority at the largest N,
     PRM - ORM at N = 4, and how much larger the PRM - ORM gap is at the largest N than at 4; each as
-    ``{mean, ci95, per_seed, above_zero}`` (fractions; problems must number the same in every seed)."""
+    ``{mean, ci95, per_seed, above_zero}`` (fractions; problems must number the same in every seed). The PRM
+    scores solutions by ``aggregation`` of its step probabilities."""
     from prmkit.lab.study.core import mean_ci
 
+    prm = f"bon_acc[prm_{aggregation}]"
     first = next(iter(results.values()))
     top = max(first["ns"])
     diffs = {}
     for n in dict.fromkeys([top, SMALL_N]):
         if n not in first["ns"]:
             continue
-        diffs[f"PRM@{n} - ORM@{n}"] = [_per_problem(r, PRM, n) - _per_problem(r, ORM, n) for r in results.values()]
+        diffs[f"PRM@{n} - ORM@{n}"] = [_per_problem(r, prm, n) - _per_problem(r, ORM, n) for r in results.values()]
         diffs[f"ORM@{n} - majority@{n}"] = [_per_problem(r, ORM, n) - _per_problem(r, MAJORITY, n)
                                             for r in results.values()]
-        diffs[f"PRM@{n} - majority@{n}"] = [_per_problem(r, PRM, n) - _per_problem(r, MAJORITY, n)
+        diffs[f"PRM@{n} - majority@{n}"] = [_per_problem(r, prm, n) - _per_problem(r, MAJORITY, n)
                                             for r in results.values()]
     if top != SMALL_N and SMALL_N in first["ns"]:
         diffs[f"(PRM - ORM)@{top} - (PRM - ORM)@{SMALL_N}"] = [
@@ -66,23 +68,36 @@ def pooled_gaps(results: dict, n_boot: int = 1000, seed: int = 0) -> dict:
 
 FINDING_NS = (4, 16, 64)
 """The N at which the findings table reports every gap with the ceilings beside it (and the pool's largest N)."""
-VALID_PRM, VALID_ORM = "valid_acc[prm_min]", "valid_acc[orm]"
-ARMS = {"equal": {"answer": (PRM, ORM), "valid": (VALID_PRM, VALID_ORM)},
-        "paper": {"answer": ("bon_acc[prm_paper_min]", "bon_acc[orm_paper]"),
-                  "valid": ("valid_acc[prm_paper_min]", "valid_acc[orm_paper]")}}
-"""The per-problem curves of each comparison (:mod:`prmkit.lab.arms`): the equal-data pair, the paper's arms."""
+
+
+def arms(aggregation: str = "min") -> dict:
+    """The per-problem curves of each comparison (:mod:`prmkit.lab.arms`), the PRM's by ``aggregation``: the
+    equal-data pair, the paper's arms.
+
+    >>> arms("product")["paper"]["answer"]
+    ('bon_acc[prm_paper_product]', 'bon_acc[orm_paper]')
+    """
+    return {"equal": {"answer": (f"bon_acc[prm_{aggregation}]", ORM), "valid": (f"valid_acc[prm_{aggregation}]", "valid_acc[orm]")},
+            "paper": {"answer": (f"bon_acc[prm_paper_{aggregation}]", "bon_acc[orm_paper]"),
+                      "valid": (f"valid_acc[prm_paper_{aggregation}]", "valid_acc[orm_paper]")}}
+
+
+ARMS = arms()
+"""The comparisons by the lab's own score (``min``)."""
 ARM_NAMES = {"equal": "equal data (both on the same 2,000 uniform solutions)",
              "paper": "the paper's data arms (PRM: chosen convincing wrong answers; ORM: 10x uniform, graded)"}
 
 
-def has_gold(results: dict, arm: str = "equal") -> bool:
+def has_gold(results: dict, arm: str = "equal", aggregation: str = "min") -> bool:
     """Whether every evaluation kept the per-problem second gold (valid-solution accuracy, the ceilings)
-    for the comparison ``arm``."""
-    needed = (*ARMS[arm]["answer"], *ARMS[arm]["valid"], "pass", "step_limit")
+    for the comparison ``arm`` with the PRM by ``aggregation``."""
+    curves = arms(aggregation)[arm]
+    needed = (*curves["answer"], *curves["valid"], "pass", "step_limit")
     return all(all(c in r.get("per_problem", {}) for c in needed) for r in results.values())
 
 
-def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0, arm: str = "equal") -> list[dict]:
+def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0, arm: str = "equal",
+                    aggregation: str = "min") -> list[dict]:
     """Per N (4, 16, 64 and the largest): PRM - ORM on answer accuracy and on valid-solution accuracy, pooled
     over seeds then problems with 95% intervals, beside the ceilings (pass@N, the step-judge limit) and
     the two arms' own numbers, so a gap is read against how much room there was. Findings, not targets.
@@ -103,7 +118,7 @@ def pooled_findings(results: dict, n_boot: int = 1000, seed: int = 0, arm: str =
             return np.stack([_per_problem(r, curve, n) for r in results.values()])
 
         row = {"N": n}
-        for name, (prm, orm) in ARMS[arm].items():
+        for name, (prm, orm) in arms(aggregation)[arm].items():
             ci = mean_ci(stacked(prm) - stacked(orm), n_boot=n_boot, seed=seed)
             row[name] = {**ci, "ci_covers_0": ci["ci95"][0] <= 0 <= ci["ci95"][1]}
             row[f"{name}_prm"], row[f"{name}_orm"] = float(stacked(prm).mean()), float(stacked(orm).mean())
@@ -159,7 +174,7 @@ def pooled_rows(pooled: dict, spreads: dict) -> tuple[list[str], list[list[str]]
 
 
 PICKERS = {"PRM min": "prm_min", "PRM product": "prm_product", "ORM": "orm", "paper PRM min": "prm_paper_min",
-           "paper ORM": "orm_paper"}
+           "paper PRM product": "prm_paper_product", "paper ORM": "orm_paper"}
 """The scorers whose best-of-N picks are sorted by class (:data:`prmkit.lab.scoring.PICK_CLASSES`), by table name."""
 
 
@@ -215,6 +230,7 @@ def has_per_problem(results: dict) -> bool:
 __all__ = [
     "ARMS",
     "ARM_NAMES",
+    "arms",
     "FINDING_NS",
     "PICKERS",
     "PICK_LABELS",

@@ -4,7 +4,6 @@ and the agreement with Math-Verify's own cases and with MATH-500's reference ans
 from __future__ import annotations
 
 import argparse
-import collections
 import json
 import multiprocessing
 import threading

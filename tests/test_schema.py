@@ -132,7 +132,7 @@ def _full(cls, d):
     """What the full checks make of ``d``: the object, or the error's text."""
     from unittest import mock
 
-    import prmkit.schema as schema
+    from prmkit import schema
 
     with mock.patch.object(schema, "_plain_completion", lambda d: None), mock.patch.object(schema, "_plain_step", lambda d: None):
         try:

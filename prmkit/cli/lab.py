@@ -121,7 +121,6 @@ STUDIES = ("active", "budget", "synthetic", "autolabel", "pressure")
 def _config(args: argparse.Namespace, study: str | None = None) -> lab.LabConfig:
     """defaults < the preset's recipe (or ``--recipe``) < ``--set``: one parser (:mod:`prmkit.config`)."""
     from prmkit.config import parse_sets, read_recipe
-
     from prmkit.lab.study.config import study_preset
 
     args.domain = args.domain or "ledger"

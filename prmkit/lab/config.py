@@ -20,7 +20,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prmkit.config import apply, read_recipe, resolve
+from prmkit.config import apply, read_recipe
 from prmkit.lab.domain import OOD, LedgerConfig, config_hash
 from prmkit.lab.domains import Domain, domain_for_family, domain_named
 from prmkit.lab.generator import GeneratorConfig
@@ -264,11 +264,6 @@ def preset(name: str, domain: str = "ledger") -> LabConfig:
     return apply(domain_defaults(domain), read_recipe(folder / f"{name}.yaml"))
 
 
-def from_recipe(path: str | Path, cls=None) -> LabConfig:
-    """A lab config (or a study's, ``cls``) from a recipe file over the defaults."""
-    return resolve(cls or LabConfig, read_recipe(path))
-
-
 __all__ = [
     "DEV_SEEDS",
     "PRESETS",
@@ -281,7 +276,6 @@ __all__ = [
     "LabConfig",
     "config_hash",
     "domain_defaults",
-    "from_recipe",
     "lab_format",
     "lab_rm",
     "preset",

@@ -38,10 +38,6 @@ from prmkit.lab.domain import TRIGGERS, Ledger, apply, config_hash
 from prmkit.lab.oracle import grade_answer, ledger_of, parse_transaction
 from prmkit.schema import Generator, Problem, Solution, Step
 
-MISREADINGS = {"less": "-> + k", "twice": "-> + 2", "thrice": "-> + 3", "half": "-> - 2", "again": "skipped",
-               "undo": "skipped"}
-"""What each trigger is misread as."""
-
 
 @dataclass(frozen=True)
 class GeneratorConfig:

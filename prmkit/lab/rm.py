@@ -78,15 +78,13 @@ def final_loss(model_dir: Path, last: int = 3) -> float:
     return float(np.mean(read_losses(model_dir)[-last:]))
 
 
-def step_probabilities(path: str | os.PathLike, column: str = "prm") -> list[np.ndarray]:
-    """Per solution of a scored file, ``[scored steps, 2]`` (positive, negative) probabilities of PRM ``column``."""
+def step_probabilities(path: str | os.PathLike) -> list[np.ndarray]:
+    """Per solution of a scored file, ``[scored steps, 2]`` (positive, negative) probabilities of its PRM."""
     from prmkit.io import read_solutions
 
-    prefix = "" if column == "prm" else f"{column}_"
     out = []
     for sol in read_solutions(path):
-        rows = [(s.scores[f"{prefix}p_pos"], s.scores[f"{prefix}p_neg"]) for s in sol.steps
-                if f"{prefix}p_pos" in s.scores]
+        rows = [(s.scores["p_pos"], s.scores["p_neg"]) for s in sol.steps if "p_pos" in s.scores]
         out.append(np.asarray(rows, dtype=float).reshape(-1, 2))
     return out
 

@@ -302,27 +302,18 @@ def job_evaluate_pool(out: Path, cfg: LabConfig, pool: str, scored: str, seed: i
     return {k: result["headline"][k] for k in list(result["headline"])[:4]}
 
 
-def job_evaluate(out: Path, cfg: LabConfig, scored: dict[str, str], seed: int, parts: dict[str, str] | None = None) -> dict:
-    """Every number of the report from each pool's scored file (``scored``: pool -> file), in
-    ``out/<pool>.json``; ``parts``: pool -> the :func:`job_evaluate_pool` folder that already evaluated it
-    (the lab run evaluates the pools in parallel)."""
+def job_evaluate(out: Path, parts: dict[str, str]) -> dict:
+    """Every pool's numbers in ``out/<pool>.json``, gathered from ``parts`` (pool -> the :func:`job_evaluate_pool`
+    folder that evaluated it: the lab run evaluates the pools in parallel)."""
     summary = {}
     for pool in POOLS:
-        if parts:
-            shutil.copyfile(Path(parts[pool]) / f"{pool}.json", out / f"{pool}.json")
-            summary[pool] = {k: v for k, v in json.loads((Path(parts[pool]) / "done.json").read_text()).items()
-                             if k not in ("key", "seconds")}
-        else:
-            summary[pool] = job_evaluate_pool(out, cfg, pool, scored[pool], seed)
+        shutil.copyfile(Path(parts[pool]) / f"{pool}.json", out / f"{pool}.json")
+        summary[pool] = {k: v for k, v in json.loads((Path(parts[pool]) / "done.json").read_text()).items()
+                         if k not in ("key", "seconds")}
     return summary
 
 
 # --- the pipeline -----------------------------------------------------------------------------------
-
-def done_key(folder) -> str:
-    """The key a finished job folder was made under (its ``done.json``)."""
-    return json.loads((Path(folder) / "done.json").read_text())["key"]
-
 
 def budgets(cfg: LabConfig) -> list[int]:
     """Label budgets of the run: the sweep's and the full train split, ascending."""
@@ -452,7 +443,7 @@ class SeedGraph:
         for pool in POOLS:
             self.nodes.append(Node((parts[pool], key_of(key, pool), job_evaluate_pool, self.cfg, pool, scored[pool],
                                     self.seed), "evaluate", (merges[pool].folder,)))
-        self.nodes.append(Node((folder, key, job_evaluate, self.cfg, scored, self.seed, parts), "evaluate",
+        self.nodes.append(Node((folder, key, job_evaluate, parts), "evaluate",
                                tuple(parts.values())))
         return scored
 

@@ -230,25 +230,25 @@ def has_per_problem(results: dict) -> bool:
 __all__ = [
     "ARMS",
     "ARM_NAMES",
-    "arms",
     "FINDING_NS",
+    "FLOOR",
     "PICKERS",
     "PICK_LABELS",
-    "FLOOR",
     "POOL_NAMES",
     "SMALL_N",
     "SPREAD",
     "STEP_AUROCS",
+    "arms",
     "auroc_spread",
     "auroc_spreads",
     "findings_rows",
     "has_gold",
     "has_per_problem",
+    "picks_rows",
     "pooled_findings",
     "pooled_gaps",
     "pooled_picks",
     "pooled_rows",
-    "picks_rows",
 ]
 
 

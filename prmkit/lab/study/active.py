@@ -355,11 +355,7 @@ def _mean_stats(stats: list[dict]) -> dict:
     return {k: float(np.mean([s[k] for s in stats])) for k in stats[0]}
 
 
-def write_pages(root: Path, cfg, summary: dict, command: str) -> None:
-    write_outputs(root, cfg, summary["seeds"], summary, command)
-
-
-STUDY = Study(NAME, stages, summarise, write_pages)
+STUDY = Study(NAME, stages, summarise, write_outputs)
 
 __all__ = [
     "STUDY",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.numbers import interval
+from prmkit.lab.numbers import interval, points, ratio_interval
 from prmkit.lab.study.core import log_fit, write_study_pages
 
 # --- the report ------------------------------------------------------------------------------------
@@ -19,9 +19,7 @@ _ARMS = {"uniform": ("uniform", "C0", "o", "-"),
 
 def _plot_arms(summary: dict, arms: tuple[str, ...], path: Path, title: str) -> str:
     """Accuracy against labels (log x): per-seed points, the mean with its 95% CI, the fitted line."""
-    import matplotlib.pyplot as plt
-
-    from prmkit.evaluate.plots import save_figure
+    from prmkit.evaluate.plots import plt, save_figure  # the Agg backend: set where plots is imported
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     xs_all = []
@@ -56,15 +54,6 @@ def _plot_arms(summary: dict, arms: tuple[str, ...], path: Path, title: str) -> 
     return save_figure(fig, path)
 
 
-def _pct(x) -> str:
-    return f"{100 * x:.1f}"
-
-
-def _factor(f: dict) -> str:
-    def num(x):
-        return "inf" if not np.isfinite(x) else f"{x:.2f}"
-
-    return f"{num(f['factor'])} [{num(f['ci95'][0])}, {num(f['ci95'][1])}]"
 
 
 def _equal_labels_note(diffs: dict, budgets: list[int]) -> str:
@@ -100,7 +89,7 @@ def section_html(summary: dict, figures: list[Path]) -> str:
              "slope(uniform) of accuracy against ln(labels) (the paper's method; target &ge; 2, the paper: 2.6).")
     outcome = ("met" if head["conclusive"] else "met by the point estimate only, not by its CI" if head["point_estimate_met"]
                else "not met")
-    verdict = (f"Headline ({html.escape(head['view'].replace('_', ' '))}): data-efficiency factor {_factor(head)}, "
+    verdict = (f"Headline ({html.escape(head['view'].replace('_', ' '))}): data-efficiency factor {ratio_interval(head)}, "
                f"per seed {per_seed}; the 2x target is {outcome}.")
     caveat = ("" if head["uniform_slope_positive"] else
               " The uniform arm's accuracy does not rise with labels here (slope &le; 0), so the ratio of slopes "
@@ -125,7 +114,7 @@ def factor_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     for arm in ("active_strict", "active_paper", "generations"):
         if arm in f:
             eq = ", ".join("-" if e is None else f"{e:.2f}" for e in f[arm]["equivalent_labels"])
-            rows.append([_ARMS[arm][0], _factor(f[arm]), ", ".join(f"{x:.2f}" for x in f[arm]["per_seed"]),
+            rows.append([_ARMS[arm][0], ratio_interval(f[arm]), ", ".join(f"{x:.2f}" for x in f[arm]["per_seed"]),
                          f"{100 * f[arm]['slope_arm']:.2f} / {100 * f[arm]['slope_baseline']:.2f}", eq])
     return (["arm against uniform", "factor [95% CI]", "per seed", "slopes (points per e-fold)",
              "uniform labels for equal accuracy / labels used, per point"], rows)
@@ -142,9 +131,9 @@ def point_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
             labels = f"{p['labels']:,}"
             if arm == "active_paper":
                 labels += f" ({strict[p['model']]:,} with the selector's)"
-            rows.append([arm.split("_")[0], p["model"], labels, interval(p), ", ".join(_pct(x) for x in p["per_seed"]),
-                         ", ".join(f"{x:.3f}" for x in p["step_auroc"]), _pct(s["wrong_answer"]),
-                         _pct(s["wrong_step"]), _pct(s["found_error"]), f"{s['rated_steps']:.1f}"])
+            rows.append([arm.split("_")[0], p["model"], labels, interval(p), ", ".join(points(x) for x in p["per_seed"]),
+                         ", ".join(f"{x:.3f}" for x in p["step_auroc"]), points(s["wrong_answer"]),
+                         points(s["wrong_step"]), points(s["found_error"]), f"{s['rated_steps']:.1f}"])
     return (["arm", "model", "labels", f"best-of-{summary['n']} % [95% CI]", "per seed", "step AUROC per seed",
              "wrong answers %", "with a wrong step %", "labellers found an error %", "rated steps"], rows)
 
@@ -167,8 +156,8 @@ def findings(summary: dict) -> str:
     every = all(x > 1 for x in f["active_strict"]["per_seed"]) and all(x > 1 for x in f["active_paper"]["per_seed"])
     target = ("met, with a CI above 2" if head["conclusive"] else "met by the point estimate, not by its CI"
               if head["point_estimate_met"] else "not met")
-    bullets = [(f"**The slope ratio** (the paper's measure) is {_factor(f['active_strict'])} counting the selector's "
-                f"labels, {_factor(f['active_paper'])} counting only the selected ones; "
+    bullets = [(f"**The slope ratio** (the paper's measure) is {ratio_interval(f['active_strict'])} counting the selector's "
+                f"labels, {ratio_interval(f['active_paper'])} counting only the selected ones; "
                 f"{'above 1 on every seed in both views' if every else 'not above 1 on every seed'}. The 2x target "
                 f"({head['view'].replace('_', ' ')}) is {target}.")]
     at_equal = []
@@ -178,13 +167,13 @@ def findings(summary: dict) -> str:
         at_equal.append(f"{side} uniform at {k} per problem ({interval(v, signed=True)} points)")
     bullets.append("**At equal selected labels** active is " + "; ".join(at_equal) + ".")
     first_u, first_a = summary["points"]["uniform"][0], summary["points"]["active_paper"][0]
-    bullets.append(f"**What the selection changes** at {budgets[0]} per problem: {_pct(first_a['set']['wrong_answer'])}% "
-                   f"wrong answers against {_pct(first_u['set']['wrong_answer'])}% uniform; "
-                   f"{_pct(first_a['set']['wrong_step'])}% with a wrong step against {_pct(first_u['set']['wrong_step'])}%.")
+    bullets.append(f"**What the selection changes** at {budgets[0]} per problem: {points(first_a['set']['wrong_answer'])}% "
+                   f"wrong answers against {points(first_u['set']['wrong_answer'])}% uniform; "
+                   f"{points(first_a['set']['wrong_step'])}% with a wrong step against {points(first_u['set']['wrong_step'])}%.")
     if "generations" in f:
-        curve = " -> ".join(_pct(p["mean"]) for p in summary["points"]["generations"])
+        curve = " -> ".join(points(p["mean"]) for p in summary["points"]["generations"])
         gen = [f"{k}: {interval(v, signed=True)}" for k, v in d.items() if k.startswith("gen-")]
-        bullets.append(f"**Generations**: {curve}, factor {_factor(f['generations'])}; against uniform at the same "
+        bullets.append(f"**Generations**: {curve}, factor {ratio_interval(f['generations'])}; against uniform at the same "
                        "cumulative labels " + "; ".join(gen) + ".")
     models = summary["models"]
     aurocs = [m["step_auroc"] for seed in models.values() for m in seed.values()]
@@ -198,7 +187,7 @@ def findings(summary: dict) -> str:
     return "\n".join(f"- {b}" for b in bullets)
 
 
-def write_outputs(out: Path, cfg, seeds: list[int], summary: dict, command: str) -> None:
+def write_outputs(out: Path, cfg, summary: dict, command: str) -> None:
     """``figures/*.png``, ``section.html`` and the standalone ``report.html`` of the study."""
     figs = [_plot_arms(summary, ("uniform", "active_strict", "active_paper"),
                        out / "figures" / "active-vs-uniform.png", "Convincing-wrong-answer selection vs uniform")]

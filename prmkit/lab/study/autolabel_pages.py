@@ -6,13 +6,14 @@ tables of ``docs/study-autolabel.md`` (:mod:`prmkit.lab.doctables`).
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.numbers import interval
+from prmkit.lab.numbers import interval, percent
 from prmkit.lab.study.autolabel import ARMS, METHODS
 from prmkit.lab.study.autolabel_quality import REASONS
 from prmkit.lab.study.core import write_study_outputs
@@ -20,10 +21,6 @@ from prmkit.lab.study.core import write_study_outputs
 LABEL_SETS = ("human", *METHODS)
 NAMES = {"human": "simulated human (phase 2)", "mc": "mc (Math-Shepherd)", "omegaprm": "omegaprm",
          "judge": "judge (served PRM critic)", "consensus": "consensus (mc + judge)"}
-
-
-def _pct(x) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
 
 
 def _spread(per_seed: list) -> str:
@@ -110,8 +107,8 @@ def findings(summary: dict) -> str:
     claim = summary["value_not_correctness"]
     cover = np.mean(q[best]["labelled_solutions"]) / summary["pool"]
     parts = [(f"of the automatic labellers, {best} finds the oracle's first error most often "
-              f"({_pct(q[best]['first_error_accuracy']['mean'])}% of the {100 * cover:.0f}% of solutions it labels; "
-              f"simulated people {_pct(q['human']['first_error_accuracy']['mean'])}%)"),
+              f"({percent(q[best]['first_error_accuracy']['mean'])}% of the {100 * cover:.0f}% of solutions it labels; "
+              f"simulated people {percent(q['human']['first_error_accuracy']['mean'])}%)"),
              ("mc labels agree more with 'the solution is off track' than with the oracle's step ratings in every "
               "seed (" + ", ".join(f"{100 * v:.1f} vs {100 * c:.1f}%" for v, c in
                                    zip(claim["agreement_value"], claim["agreement_correctness"])) + ")")
@@ -132,11 +129,7 @@ def findings(summary: dict) -> str:
 
 def plot(summary: dict, path: Path) -> str:
     """Best-of-N per arm (95% CI) beside the arm's step AUROC, and each label set's first-error accuracy."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from prmkit.evaluate.plots import save_figure
+    from prmkit.evaluate.plots import plt, save_figure  # the Agg backend: set where plots is imported
 
     arms = [a for a in ARMS if summary["prm"][a]["trained"]]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4))
@@ -215,9 +208,8 @@ def section_html(summary: dict, figure_path: Path) -> str:
          f"{examples}</details>")])
 
 
-def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
-    """``figures/autolabel.png``, ``section.html`` and the standalone ``report.html``."""
-    write_study_outputs(root, "autolabel", cfg, summary, command, plot, section_html)
+write_outputs = functools.partial(write_study_outputs, name="autolabel", plot=plot, section_html=section_html)
+"""``figures/autolabel.png``, ``section.html`` and the standalone ``report.html``."""
 
 
 __all__ = ["cost_rows", "difference_rows", "example_text", "examples_markdown", "findings", "hard_rows", "plot", "prm_rows", "quality_rows", "reasons_rows",

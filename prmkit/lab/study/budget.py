@@ -25,6 +25,7 @@ process. Outputs: ``RUN_DIR/study-budget/`` (``summary.json``, ``section.html``,
 from __future__ import annotations
 
 import dataclasses
+import functools
 import html
 import json
 import math
@@ -34,6 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.config import LabConfig
+from prmkit.lab.numbers import interval, ratio, ratio_interval
 from prmkit.lab.run import RM_VERSION
 from prmkit.lab.study.core import (
     bon_per_problem,
@@ -42,7 +44,7 @@ from prmkit.lab.study.core import (
     mean_ci,
     slope_ratio,
     with_rm_steps,
-    write_study_pages,
+    write_study_outputs,
 )
 from prmkit.lab.study.protocol import Base, Seeded, Study, sampler
 
@@ -251,9 +253,7 @@ STYLE = {"prm": ("C0", "PRM (min)"), "orm": ("C1", "ORM"), "majority": ("0.4", "
 
 def plot_curve(summary: dict, path: Path) -> str:
     """Accuracy against labels (log x): per-seed points, the mean with 95% CI bars, the fitted lines."""
-    import matplotlib.pyplot as plt
-
-    from prmkit.evaluate.plots import save_figure
+    from prmkit.evaluate.plots import plt, save_figure  # the Agg backend: set where plots is imported
 
     labels = summary["budgets"]
     fig, ax = plt.subplots(figsize=(6.5, 4.2))
@@ -287,27 +287,19 @@ def plot_curve(summary: dict, path: Path) -> str:
     return save_figure(fig, path)
 
 
-def _pct_ci(d: dict) -> str:
-    return f"{100 * d['mean']:.1f} [{100 * d['ci95'][0]:.1f}, {100 * d['ci95'][1]:.1f}]"
-
-
-def _ratio(x: float) -> str:
-    return "inf" if not math.isfinite(x) else f"{x:.2f}"
-
-
 def budget_tables(summary: dict) -> dict[str, tuple[list[str], list[list[str]]]]:
     """The study's tables as (header, rows) of text: ``accuracy`` per budget, the ``fit`` of each reward
     model, the ``equivalent`` labels; the page and ``docs/study-budget.md`` (generated) both show them."""
     n, labels, acc = summary["n"], summary["budgets"], summary["accuracy"]
-    rows = [[f"{b:,}", _pct_ci(acc["prm"][str(b)]), _pct_ci(acc["orm"][str(b)]),
-             _pct_ci(summary["gap_prm_orm"][str(b)]), _pct_ci(acc["majority"][str(b)]),
+    rows = [[f"{b:,}", interval(acc["prm"][str(b)]), interval(acc["orm"][str(b)]),
+             interval(summary["gap_prm_orm"][str(b)]), interval(acc["majority"][str(b)]),
              " / ".join(f"{100 * v:.1f}" for v in acc["prm"][str(b)]["per_seed"]),
              " / ".join(f"{100 * v:.1f}" for v in acc["orm"][str(b)]["per_seed"])] for b in labels]
     fit = [[STYLE[k][1], f"{100 * f['slope']:.2f}", f"{f['points_per_doubling']:+.2f}", f"{100 * f['intercept']:.1f}",
             " / ".join(f"{100 * v:.2f}" for v in f["per_seed_slope"])] for k, f in summary["fit"].items()]
     eq = [[f"{int(b):,}", f"{v['orm_labels']:,.0f}" + (" (extrapolated)" if v["extrapolated"] else ""),
-           f"{_ratio(v['factor'])} [{_ratio(v['ci95'][0])}, {_ratio(v['ci95'][1])}]",
-           " / ".join(_ratio(x) for x in v["per_seed"])] for b, v in summary["equivalent_labels"].items()]
+           ratio_interval(v),
+           " / ".join(ratio(x) for x in v["per_seed"])] for b, v in summary["equivalent_labels"].items()]
     return {"accuracy": (["labelled solutions", f"PRM min@{n}", f"ORM@{n}", "PRM - ORM", f"majority@{n}",
                           "PRM per seed", "ORM per seed"], rows),
             "fit": (["reward model", "slope (pts per ln label)", "pts per doubling", "intercept (pts at 1 label)",
@@ -318,8 +310,8 @@ def budget_tables(summary: dict) -> dict[str, tuple[list[str], list[list[str]]]]
 def efficiency_text(summary: dict) -> str:
     """The data-efficiency factor (slope ratio) with its interval and per-seed values, as one sentence."""
     e = summary["efficiency"]
-    return (f"slope(PRM) / slope(ORM) = {_ratio(e['factor'])}, 95% CI [{_ratio(e['ci95'][0])}, "
-            f"{_ratio(e['ci95'][1])}], per seed {' / '.join(_ratio(x) for x in e['per_seed'])}")
+    return (f"slope(PRM) / slope(ORM) = {ratio(e['factor'])}, 95% CI [{ratio(e['ci95'][0])}, "
+            f"{ratio(e['ci95'][1])}], per seed {' / '.join(ratio(x) for x in e['per_seed'])}")
 
 
 def section_html(summary: dict, figure_path: Path) -> str:
@@ -341,8 +333,8 @@ def section_html(summary: dict, figure_path: Path) -> str:
         acc_table, figure(figure_path),
         "<h3>Best-fit lines: accuracy against ln(labels)</h3>", fit_table,
         (f"<p><b>Data-efficiency factor (the paper's method, slope of PRM / slope of ORM): "
-        f"{_ratio(e['factor'])}</b>, 95% CI [{_ratio(e['ci95'][0])}, {_ratio(e['ci95'][1])}], per seed "
-        f"{' / '.join(_ratio(x) for x in e['per_seed'])} (resamples with an ORM slope at or below zero: "
+        f"{ratio(e['factor'])}</b>, 95% CI [{ratio(e['ci95'][0])}, {ratio(e['ci95'][1])}], per seed "
+        f"{' / '.join(ratio(x) for x in e['per_seed'])} (resamples with an ORM slope at or below zero: "
         f"{100 * e['non_positive_baseline_share']:.1f}%). A factor above 1 means the PRM's accuracy climbs faster "
         f"per label; below 1, the ORM's does, which happens when the PRM starts high and the ORM catches up.</p>"),
         "<h3>Labels the ORM needs to match the PRM</h3>",
@@ -375,13 +367,8 @@ def findings(summary: dict) -> str:
     return "As measured: " + "; ".join(parts) + "."
 
 
-def write_pages(out: Path, cfg: LabConfig, summary: dict, command: str) -> None:
-    """``figures/budget.png``, ``section.html`` and the standalone ``report.html`` of the study."""
-    figure = Path(plot_curve(summary, out / "figures" / "budget.png"))
-    write_study_pages(out, f"prmkit lab study budget: preset {cfg.name}", section_html(summary, figure), cfg,
-                      summary["timings"], command)
-
-
+write_pages = functools.partial(write_study_outputs, name=NAME, plot=plot_curve, section_html=section_html)
+"""``figures/budget.png``, ``section.html`` and the standalone ``report.html`` of the study."""
 STUDY = Study(NAME, stages, summarise, write_pages, lambda cfg, seeds: study_config(cfg))
 
 

@@ -180,8 +180,9 @@ def write_study_pages(out: Path, title: str, section: str, cfg, timings: dict, c
         f.write(text + "\n")
 
 
-def write_study_outputs(root: Path, name: str, cfg, summary: dict, command: str, plot, section_html) -> None:
-    """``figures/<name>.png`` (``plot(summary, path)``), ``section.html`` and the standalone ``report.html``."""
+def write_study_outputs(root: Path, cfg, summary: dict, command: str, *, name: str, plot, section_html) -> None:
+    """``figures/<name>.png`` (``plot(summary, path)``), ``section.html`` and the standalone ``report.html``: a
+    study's ``write_pages`` with its three keywords bound (``functools.partial``)."""
     fig = plot(summary, root / "figures" / f"{name}.png")
     write_study_pages(root, f"prmkit lab study {name}: preset {cfg.name}", section_html(summary, Path(fig)), cfg,
                       summary["timings"], command)

@@ -36,7 +36,8 @@ import numpy as np
 from prmkit.lab.jobs import init_worker
 from prmkit.lab.stack import RL_PACKAGES
 from prmkit.lab.study.core import with_restarts
-from prmkit.lab.study.pressure_summary import rm_name
+from prmkit.lab.study.pressure_pages import write_outputs
+from prmkit.lab.study.pressure_summary import rm_name, summarise
 from prmkit.lab.study.protocol import Base, Seeded, Study, TrainScore
 
 NAME = "pressure"
@@ -287,19 +288,7 @@ def stages(cfg, ctx) -> list:
             ("rl", rl)]
 
 
-def summarise(cfg, seeds: list[int], root: Path) -> dict:
-    from prmkit.lab.study.pressure_summary import summarise
-
-    return summarise(cfg, seeds, root)
-
-
-def write_pages(root: Path, cfg, summary: dict, command: str) -> None:
-    from prmkit.lab.study.pressure_pages import write_outputs
-
-    write_outputs(root, cfg, summary, command)
-
-
-STUDY = Study(NAME, stages, summarise, write_pages, prepare, RL_PACKAGES)
+STUDY = Study(NAME, stages, summarise, write_outputs, prepare, RL_PACKAGES)
 
 
 __all__ = ["REWARDS", "RL", "STUDY", "Data", "job_data", "job_rl", "make_reward", "per_problem"]

@@ -6,22 +6,19 @@ tables of ``docs/pressure.md`` (:mod:`prmkit.lab.doctables`).
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.numbers import interval
+from prmkit.lab.numbers import interval, percent
 from prmkit.lab.study.core import write_study_outputs
 from prmkit.lab.study.pressure_summary import HACK_MARGIN
 
 NAMES = {"prm_min": "PRM (min)", "prm_product": "PRM (product)", "prm_last": "PRM (last)", "prm_mean": "PRM (mean)",
          "orm": "ORM"}
-
-
-def _pct(x) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}"
 
 
 def _num(x, digits: int = 2) -> str:
@@ -47,8 +44,8 @@ def bon_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     for budget, size, models in pairs:
         for column, m in models.items():
             f = m["fit"]
-            rows.append([f"{budget:,}", size, NAMES.get(column, column), _pct(m["gold_at_1"]),
-                         f"{_pct(m['peak_gold'])} ({m['peak_n']:,})", interval(m["gold"][-1]), interval(m["valid"][-1]),
+            rows.append([f"{budget:,}", size, NAMES.get(column, column), percent(m["gold_at_1"]),
+                         f"{percent(m['peak_gold'])} ({m['peak_n']:,})", interval(m["gold"][-1]), interval(m["valid"][-1]),
                          f"{_num(f['alpha'], 3)} {_interval(f['alpha_ci'])}", f"{_num(f['beta'], 3)} {_interval(f['beta_ci'])}",
                          _num(f["peak_d"])])
     return header, rows
@@ -62,7 +59,7 @@ def rl_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     for reward, r in summary["rl"].items():
         m = r["mean"]
         f = r["fit"]
-        rows.append([reward, _pct(m["gold"][0]), f"{_pct(r['peak_gold'])} ({r['peak_step']})", _pct(m["gold"][-1]),
+        rows.append([reward, percent(m["gold"][0]), f"{percent(r['peak_gold'])} ({r['peak_step']})", percent(m["gold"][-1]),
                      interval(r["gold_change"], signed=True), _num(r["sqrt_kl"][-1]),
                      f"{_num(m['proxy'][0], 3)} → {_num(m['proxy'][-1], 3)}",
                      "never" if r["hacked_at"] is None else str(r["hacked_at"]),
@@ -77,7 +74,7 @@ PERCENT = ("valid", "right_answer_wrong_step", "answerless")
 
 
 def _detector(name: str, x) -> str:
-    return _pct(x) if name in PERCENT else _num(x, 3 if name == "prm_step_auroc" else 1)
+    return percent(x) if name in PERCENT else _num(x, 3 if name == "prm_step_auroc" else 1)
 
 
 def detector_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
@@ -122,13 +119,13 @@ def findings(summary: dict) -> str:
     prm, orm = bon.get("prm_min"), bon.get("orm")
     n_max = summary["bon"]["n"][-1]
     if prm and orm:
-        parts.append(f"Best-of-N up to N = {n_max:,}: the PRM (min) peaks at {_pct(prm['peak_gold'])}% (N = {prm['peak_n']:,}) "
-                     f"and ends at {_pct(prm['gold_at_max_n'])}%; the ORM peaks at {_pct(orm['peak_gold'])}% "
-                     f"(N = {orm['peak_n']:,}) and ends at {_pct(orm['gold_at_max_n'])}%.")
+        parts.append(f"Best-of-N up to N = {n_max:,}: the PRM (min) peaks at {percent(prm['peak_gold'])}% (N = {prm['peak_n']:,}) "
+                     f"and ends at {percent(prm['gold_at_max_n'])}%; the ORM peaks at {percent(orm['peak_gold'])}% "
+                     f"(N = {orm['peak_n']:,}) and ends at {percent(orm['gold_at_max_n'])}%.")
     for size, models in summary["bon"].get("sizes", {}).items():
         p, o = models["prm_min"], models["orm"]
-        parts.append(f"The {size} reward models peak at {_pct(p['peak_gold'])}% (PRM, N = {p['peak_n']:,}) and "
-                     f"{_pct(o['peak_gold'])}% (ORM, N = {o['peak_n']:,}).")
+        parts.append(f"The {size} reward models peak at {percent(p['peak_gold'])}% (PRM, N = {p['peak_n']:,}) and "
+                     f"{percent(o['peak_gold'])}% (ORM, N = {o['peak_n']:,}).")
     for reward, r in summary["rl"].items():
         change = r["gold_change"]
         verdict = ("gold rose" if change["ci95"][0] > 0 else "gold fell" if change["ci95"][1] < 0
@@ -141,11 +138,7 @@ def findings(summary: dict) -> str:
 
 def plot(summary: dict, path: Path) -> str:
     """Best-of-N gold and proxy against sqrt(KL_bon) (largest budget), RL gold against sqrt(KL) and proxy by step."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from prmkit.evaluate.plots import save_figure
+    from prmkit.evaluate.plots import plt, save_figure  # the Agg backend: set where plots is imported
 
     b = summary["bon"]
     top = str(max(int(x) for x in b["budgets"]))
@@ -231,9 +224,8 @@ def section_html(summary: dict, figure_path: Path) -> str:
          f"{examples}</details>")])
 
 
-def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
-    """``figures/pressure.png``, ``section.html`` and the standalone ``report.html``."""
-    write_study_outputs(root, "pressure", cfg, summary, command, plot, section_html)
+write_outputs = functools.partial(write_study_outputs, name="pressure", plot=plot, section_html=section_html)
+"""``figures/pressure.png``, ``section.html`` and the standalone ``report.html``."""
 
 
 __all__ = [

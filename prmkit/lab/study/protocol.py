@@ -217,10 +217,6 @@ class Study:
     packages: tuple[str, ...] = ()
 
 
-def study_dir(run_dir, name: str) -> Path:
-    return Path(run_dir) / f"study-{name}"
-
-
 def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progress: bool = True,
               command: str = "", log=print, device: str = "auto") -> dict:
     """Run ``study`` for ``seeds`` into ``RUN_DIR/study-<name>/``; return its summary (also ``summary.json``)."""
@@ -230,7 +226,7 @@ def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progr
     record = run_record(study.packages)  # the code as it starts: a commit made while it runs is not its source
     cfg = study.prepare(cfg, list(seeds))
     init_worker()
-    root = study_dir(run_dir, study.name)
+    root = Path(run_dir) / f"study-{study.name}"
     root.mkdir(parents=True, exist_ok=True)
     write_json(root / "config.json", dataclasses.asdict(cfg))
     ctx = Context(root, tuple(seeds), device, progress, progress and jobs == 1)
@@ -266,4 +262,4 @@ def write_json(path: Path, value) -> None:
 
 
 __all__ = ["Base", "Context", "Job", "Output", "Seeded", "Study", "TrainScore", "job_seconds", "keyed", "read", "run_study", "sampler",
-           "study_dir", "write_json"]
+           "write_json"]

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
 
 from prmkit.lab.numbers import interval
 from prmkit.lab.study.config import METHODS, NAMES
-from prmkit.lab.study.core import write_study_pages
+from prmkit.lab.study.core import write_study_outputs
 
 # --- figure and pages ---------------------------------------------------------------------------------
 
 def plot_synthetic(summary: dict, path: Path) -> str:
     """Best-of-N accuracy against samples per problem (log x), one line per method with 95% CI bars."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from prmkit.evaluate.plots import save_figure
+    from prmkit.evaluate.plots import plt, save_figure  # the Agg backend: set where plots is imported
 
     ks = sorted(int(k) for k in summary["labels"])
     fig, ax = plt.subplots(figsize=(6, 4))
@@ -84,24 +81,6 @@ def threshold_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
             rows)
 
 
-def results_table(summary: dict) -> str:
-    from prmkit.evaluate.html import table
-
-    return table(*results_rows(summary))
-
-
-def large_table(summary: dict) -> str:
-    from prmkit.evaluate.html import table
-
-    return table(*large_rows(summary))
-
-
-def threshold_table(summary: dict) -> str:
-    from prmkit.evaluate.html import table
-
-    return table(*threshold_rows(summary))
-
-
 def section_html(summary: dict, figure_path: Path) -> str:
     """The study's HTML fragment (from ``<h2>``), included verbatim in the lab report."""
     from prmkit.evaluate.html import figure, table
@@ -123,21 +102,17 @@ def section_html(summary: dict, figure_path: Path) -> str:
             for s, v in summary["per_seed"].items() for k in sorted(summary["labels"], key=int)]
     return "\n".join([
         "<h2>Synthetic supervision (a large PRM labels data for small reward models)</h2>", note,
-        results_table(summary), figure(Path(figure_path)),
+        table(*results_rows(summary)), figure(Path(figure_path)),
         (f"<p class='note'>first sample: {interval(summary['first_sample'])}; the large PRM itself, best-of-{n}: "
          f"{interval(summary['large_prm'][f'bon@{n}'])}.</p>"),
-        "<h3>The large PRM and its labels (against the oracle, on the fresh samples)</h3>", large_table(summary),
+        "<h3>The large PRM and its labels (against the oracle, on the fresh samples)</h3>", table(*large_rows(summary)),
         ("<p class='note'>Its labels at other thresholds (a diagnostic, mean over seeds; training used "
-         f"{c['threshold']}):</p>"), threshold_table(summary),
+         f"{c['threshold']}):</p>"), table(*threshold_rows(summary)),
         f"<details><summary>per seed: best-of-{n} accuracy (%)</summary>"
         + table(["seed", "samples / problem", *(NAMES[m] for m in METHODS)], rows) + "</details>"])
 
 
-def write_outputs(root: Path, cfg, summary: dict, command: str) -> None:
-    """``figures/synthetic.png``, ``section.html`` and the standalone ``report.html``."""
-    figure = plot_synthetic(summary, root / "figures" / "synthetic.png")
-    write_study_pages(root, f"prmkit lab study synthetic: preset {cfg.name}", section_html(summary, Path(figure)),
-                      cfg, summary["timings"], command)
+write_outputs = functools.partial(write_study_outputs, name="synthetic", plot=plot_synthetic, section_html=section_html)
+"""``figures/synthetic.png``, ``section.html`` and the standalone ``report.html``."""
 
-__all__ = ["large_rows", "large_table", "plot_synthetic", "results_rows", "results_table", "section_html",
-           "threshold_rows", "threshold_table", "write_outputs"]
+__all__ = ["large_rows", "plot_synthetic", "results_rows", "section_html", "threshold_rows", "write_outputs"]

@@ -6,8 +6,8 @@ resamples seeds, then held-out problems (the per-problem best-of-N every evaluat
 - out of distribution: the same ordering, reported as found;
 - no lottery: the PRM's step AUROC within :data:`SPREAD` across seeds.
 
-PRM means ``prm_min`` (chosen before any run) unless a run's ``aggregation`` says ``product``. Every function reads the evaluation results
-(``RUN_DIR/seed-S/evaluate/<pool>.json``) and returns plain numbers.
+PRM means ``prm_min`` (chosen before any run) unless a run's ``aggregation`` says ``product``. Every function
+reads the evaluation results (``RUN_DIR/seed-S/evaluate/<pool>.json``) and returns plain numbers.
 
 >>> r = {"ns": [1, 4], "per_problem": {"bon_acc[prm_min]": [[1, 1], [0, 1]], "bon_acc[orm]": [[0, 0], [0, 1]],
 ...                                    "maj_acc": [[0, 0], [0, 0]]}}

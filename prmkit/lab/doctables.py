@@ -24,6 +24,7 @@ import json
 import re
 from pathlib import Path
 
+from prmkit.lab.numbers import points
 from prmkit.lab.targets import POOL_NAMES, findings_rows, picks_rows, pooled_rows
 
 FIRST_ERROR_ROWS = [
@@ -361,6 +362,15 @@ def kernel_moves_table(record: dict, top: int = 8) -> str:
     return markdown(["seed", "pool", "number at N", first, second, "difference (points)"], rows)
 
 
+def recipe_rule_table(record: dict) -> str:
+    """A recipe rule's outcome (``scripts/plans_recipe_rule.py``): each candidate per development seed, its mean,
+    and which the rule took."""
+    seeds = [str(s) for s in record["seeds"]]
+    rows = [[c, *(points(record["per_seed"][c][s]) for s in seeds), points(record["means"][c]),
+             "chosen" if c == record["chosen"] else ""] for c in record["per_seed"]]
+    return markdown(["PRM score", *(f"seed {s}" for s in seeds), "mean", "the rule"], rows)
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
@@ -389,6 +399,7 @@ TABLES = {
        for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples")},
     **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed", "stages")},
     "bon-read": bon_read_table,
+    "recipe-rule": recipe_rule_table,
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
 }
 """Every generated table, by the name a doc's marker uses."""

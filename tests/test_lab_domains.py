@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -324,3 +325,21 @@ def test_the_domain_general_studies_run_on_plans_problems(study, tmp_path, lab_c
 def test_the_ledger_only_studies_refuse_another_domain_and_say_why(study, capsys):
     with pytest.raises(SystemExit, match=f"the {study} study runs on the ledger only: "):
         main(["lab", "study", study, "--domain", "plans", "--preset", "quick"])
+
+
+def test_the_plans_recipe_rule_reproduces_from_the_development_seeds_and_the_presets_hold_its_choice():
+    import sys
+
+    from prmkit.lab.config import preset
+
+    root = Path(__file__).parents[1]
+    sys.path.insert(0, str(root / "scripts"))
+    from plans_recipe_rule import apply_rule
+
+    rule = json.loads((root / "docs/results/plans-recipe-rule.json").read_text())
+    summaries = [json.loads((root / "docs/results" / name).read_text())
+                 for name in ("lab-plans-dev0-eval.json", "lab-plans-dev12.json")]
+    again = apply_rule(summaries)
+    assert again == {k: rule[k] for k in again} and rule["seeds"] == [0, 1, 2]
+    assert preset("default", "plans").aggregation == preset("quick", "plans").aggregation == rule["chosen"]
+    assert preset("default").aggregation == "min"  # the ledger keeps the score chosen on it

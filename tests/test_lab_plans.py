@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from prmkit.lab.domains import PLANS
 from prmkit.lab.plans import (
     OOD,
     REASONS,
@@ -22,7 +23,7 @@ from prmkit.lab.plans import (
     parse_problem,
 )
 from prmkit.lab.plans.domain import NEVER, PROBLEM_TEXT, Plan, Task, day_options, make_plan, one_best_schedule
-from prmkit.lab.plans.oracle import error_kind, grade_answer
+from prmkit.lab.plans.oracle import grade_answer
 from prmkit.schema import Problem
 
 SMALL = PlansConfig(tasks=(3, 6))
@@ -133,7 +134,7 @@ def test_a_rest_after_the_last_task_is_neutral_and_the_plan_finishes_at_its_last
 def test_every_reason_is_exercised_and_documented():
     seen = {reason for *_, expected in CASES for _, reason in expected} | {"rest"}
     assert seen == set(REASONS)
-    assert {error_kind(r) for r in REASONS} == {None, "immediate", "delayed"}
+    assert {PLANS.error_kind(r) for r in REASONS} == {None, "immediate", "delayed"}
 
 
 def test_grade_answer():
@@ -313,7 +314,7 @@ def test_labellers_miss_delayed_errors_more_often_than_immediate_ones():
     missed = {"immediate": [0, 0], "delayed": [0, 0]}
     for sol, labelled in zip(pool, label(pool, cfg, seed=0)):
         for truth, rating in zip(oracle_labels(sol), labelled.ratings):
-            kind = error_kind(truth.reason)
+            kind = PLANS.error_kind(truth.reason)
             if kind is not None:
                 missed[kind][0] += rating == 1
                 missed[kind][1] += 1

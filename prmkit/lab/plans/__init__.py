@@ -17,7 +17,7 @@ from prmkit.lab.plans.domain import (
            make_problems,
            parse_problem,
 )
-from prmkit.lab.plans.oracle import REASONS, StepLabel, error_kind, grade_answer, label_texts, oracle_labels
+from prmkit.lab.plans.oracle import REASONS, StepLabel, grade_answer, label_texts, oracle_labels
 
-__all__ = ["OOD", "REASONS", "Plan", "PlansConfig", "StepLabel", "Task", "best_finish", "error_kind", "grade_answer",
+__all__ = ["OOD", "REASONS", "Plan", "PlansConfig", "StepLabel", "Task", "best_finish", "grade_answer",
            "label_texts", "make_problem", "make_problems", "oracle_labels", "parse_problem"]

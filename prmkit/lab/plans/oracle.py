@@ -19,8 +19,8 @@ a step is rated where a mistake is made, and a later step that carries it forwar
   valid day that makes things worse, visible only later: ``dead end`` (no plan can now finish every
   task on time) and ``wasteful`` (one can, but later than before the step).
 
-The two kinds are what :func:`error_kind` tells apart: *immediate* errors a reader sees on the line,
-*delayed* ones only a search (or the days that follow) reveals.
+The two kinds are what ``Domain.error_kind`` (:mod:`prmkit.lab.domains`) tells apart by :data:`DELAYED`: *immediate*
+errors a reader sees on the line, *delayed* ones only a search (or the days that follow) reveals.
 
 >>> from prmkit.lab.plans.domain import PROBLEM_TEXT
 >>> plan = parse_problem(PROBLEM_TEXT)
@@ -78,17 +78,6 @@ class StepLabel:
 
     rating: int
     reason: str
-
-
-def error_kind(reason: str) -> str | None:
-    """``"delayed"``, ``"immediate"`` or None (not an error) for a reason of :data:`REASONS`.
-
-    >>> error_kind("dead end"), error_kind("over capacity"), error_kind("on track")
-    ('delayed', 'immediate', None)
-    """
-    if REASONS[reason][0] != -1:
-        return None
-    return "delayed" if reason in DELAYED else "immediate"
 
 
 @functools.lru_cache(maxsize=4096)

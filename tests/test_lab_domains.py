@@ -343,3 +343,26 @@ def test_the_plans_recipe_rule_reproduces_from_the_development_seeds_and_the_pre
     assert again == {k: rule[k] for k in again} and rule["seeds"] == [0, 1, 2]
     assert preset("default", "plans").aggregation == preset("quick", "plans").aggregation == rule["chosen"]
     assert preset("default").aggregation == "min"  # the ledger keeps the score chosen on it
+
+
+def test_pooled_picks_line_up_seeds_whose_evaluations_kept_other_classes():
+    from prmkit.lab.targets import pooled_picks
+
+    a = {"ns": [1, 4], "per_problem": {"pick_share[orm][valid]": [[0.5, 1.0]], "pick_share[orm][wrong_immediate]": [[0.5, 0.0]]}}
+    b = {"ns": [1, 4], "per_problem": {"pick_share[orm][valid]": [[1.0, 1.0]]}}  # an older one: no wrong pick possible
+    for results in ({0: a, 1: b}, {0: b, 1: a}):
+        rows = {(r["scorer"], r["N"]): r["shares"] for r in pooled_picks(results, 20)}
+        assert rows[("ORM", 1)]["wrong_immediate"]["mean"] == 0.25 and rows[("ORM", 1)]["valid"]["mean"] == 0.75
+
+
+def test_the_findings_read_the_prm_by_the_runs_aggregation():
+    from prmkit.lab.targets import has_gold, pooled_findings
+
+    curves = {"bon_acc[prm_min]": [[0], [0]], "bon_acc[prm_product]": [[1], [1]], "bon_acc[orm]": [[0], [1]],
+              "valid_acc[prm_min]": [[0], [0]], "valid_acc[prm_product]": [[1], [0]], "valid_acc[orm]": [[0], [0]],
+              "maj_acc": [[0], [0]], "pass": [[1], [1]], "step_limit": [[1], [1]]}
+    results = {0: {"ns": [4], "per_problem": curves}}
+    by = {agg: pooled_findings(results, 20, aggregation=agg)[0] for agg in ("min", "product")}
+    assert (by["min"]["answer"]["mean"], by["product"]["answer"]["mean"]) == (-0.5, 0.5)
+    assert (by["min"]["valid_prm"], by["product"]["valid_prm"]) == (0.0, 0.5)
+    assert has_gold(results, "equal", "product") and not has_gold(results, "paper", "product")

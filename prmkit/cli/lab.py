@@ -253,6 +253,9 @@ def cmd_study(args: argparse.Namespace) -> int:
     from prmkit.lab.study.protocol import run_study
 
     cfg = _config(args, args.study)
+    if cfg.aggregation != "min":
+        raise SystemExit(f"prmkit lab study: aggregation={cfg.aggregation}: the studies rank a PRM's solutions by the "
+                         "min of its step probabilities only")
     if args.out is None:
         args.out = _default_out(args)
     module = importlib.import_module(f"prmkit.lab.study.{args.study}")  # lazily: each study imports torch

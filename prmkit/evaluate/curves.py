@@ -20,7 +20,7 @@ human step labels, a step oracle), a second gold beside answer accuracy, exact a
 Where the caller sorts the samples into classes (``classes``: a name per sample, pool order, such as a
 step oracle's "valid", "right answer through a wrong step", "wrong with an immediate error"), the share
 of each column's picks in each class, exact as best-of-N (the shares of one column sum to the chance
-that an N-subset has an answered sample, 1 where every sample answers)::
+that an N-subset has a sample the column can pick, answered and scored: 1 where every sample is)::
 
     pick_share@64[prm_min][valid]   the sample best-of-64 by prm_min picks is of the class "valid"
 
@@ -61,7 +61,7 @@ def default_ns(m_pad: int) -> list[int]:
 def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, pad_to: int | None = None,
                   vote: bool = True, weight_transform: str = "auto", target_se: float = 0.002,
                   n_boot: int = 2000, seed: int = 0, progress=None, per_problem: tuple[str, ...] = (),
-                  classes: np.ndarray | None = None) -> dict:
+                  classes: np.ndarray | None = None, class_names: tuple[str, ...] | None = None) -> dict:
     """Best-of-N, votes, pass@N and first sample for ``pool``; see the module docstring for the names.
 
     ``per_problem`` names curves (``bon_acc[prm_min]``, ``maj_acc``) whose per-problem values are kept
@@ -77,7 +77,7 @@ def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, p
     if pool.valid is not None:
         curves.update(gold_curves(pool, columns, ns, m_pad))
     if classes is not None:
-        curves.update(pick_share_curves(pool, columns, classes, ns, m_pad))
+        curves.update(pick_share_curves(pool, columns, classes, ns, m_pad, class_names))
     transforms = {}
     if vote:
         curves["maj_acc"] = _mc(vote_curve(pool, ns, None, m_pad, target_se, seed=seed, progress=progress))
@@ -105,10 +105,12 @@ def gold_curves(pool: Pool, columns: list[str], ns: list[int], m_pad: int) -> di
     return out
 
 
-def pick_share_curves(pool: Pool, columns: list[str], classes: np.ndarray, ns: list[int], m_pad: int) -> dict[str, dict]:
+def pick_share_curves(pool: Pool, columns: list[str], classes: np.ndarray, ns: list[int], m_pad: int,
+                      names: tuple[str, ...] | None = None) -> dict[str, dict]:
     """Per column and class of sample (``classes``: a name per sample, pool order), the share of the column's
-    best-of-N picks in that class, per problem: ``pick_share[column][class]`` (a class with no answered sample
-    is never picked and gets no curve).
+    best-of-N picks in that class, per problem: ``pick_share[column][class]``, for every class of ``names`` (a
+    class no sample has gets zeros, so pools of several seeds line up; default: the classes of the answered
+    samples, since a class of unanswered ones is never picked).
 
     >>> from prmkit.evaluate.pool import pool_from_lists
     >>> pool = pool_from_lists([["1", "2"]], [[1, 0]], {"rm": [[.2, .9]]}, answer_key="exact")
@@ -121,7 +123,7 @@ def pick_share_curves(pool: Pool, columns: list[str], classes: np.ndarray, ns: l
         raise ValueError(f"classes: one per sample expected ({pool.n_samples}), got shape {classes.shape}")
     out = {}
     for col in columns:
-        for name in sorted(set(classes[pool.has_answer].tolist())):
+        for name in names or sorted(set(classes[pool.has_answer].tolist())):
             levels = score_levels(pool, col, ((classes == name) & pool.has_answer).astype(float))
             out[f"pick_share[{col}][{name}]"] = {"per_problem": level_expectation(levels, pool.n_problems, m_pad, ns),
                                                  "method": "exact"}

@@ -183,7 +183,7 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
         figures.append(_plot(results[s]["ood"], fig_dir / f"ood-seed{s}.png", f"OOD family, seed {s}"))
     sweeps = {s: sweep_rows(results[s]["eval"], cfg.labelled) for s in seeds}
     pooled = {p: pooled_gaps({s: results[s][p] for s in seeds}, cfg.bootstrap, aggregation=cfg.aggregation)
-              for p in ("eval", "ood") if has_per_problem({s: results[s][p] for s in seeds})}
+              for p in ("eval", "ood") if has_per_problem({s: results[s][p] for s in seeds}, cfg.aggregation)}
     spreads = auroc_spreads([results[s]["eval"]["headline"] for s in seeds])
     by_arm = {arm: {p: pooled_findings({s: results[s][p] for s in seeds}, cfg.bootstrap, arm=arm, aggregation=cfg.aggregation)
                     for p in ("eval", "ood") if has_gold({s: results[s][p] for s in seeds}, arm, cfg.aggregation)}

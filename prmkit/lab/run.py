@@ -236,7 +236,7 @@ def score_name(name: str, budget: int, cfg: LabConfig) -> str:
 
 
 def solution_score_name(name: str, budget: int, cfg: LabConfig) -> str:
-    """The solution score the lab ranks by: ``<name>_min`` for a PRM (:data:`prmkit.lab.study.core.AGGREGATION`),
+    """The solution score a study ranks by: ``<name>_min`` for a PRM (:data:`prmkit.lab.study.core.AGGREGATION`),
     ``<name>`` for an ORM."""
     column = score_name(name, budget, cfg)
     return f"{column}_min" if name.startswith("prm") else column

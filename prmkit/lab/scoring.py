@@ -160,18 +160,19 @@ def evaluate_scored(path, cfg, seed: int) -> dict:
     pool = load_pool(path, answer_key="exact", step_truth=reading)  # the oracle: the second gold
     classes = reading.classes_in(pool)
     ns = default_ns(int(pool.sizes.max()))
-    kw = {"ns": ns, "target_se": cfg.vote_target_se, "n_boot": cfg.bootstrap, "seed": seed, "classes": classes}
-    result = evaluate_pool(pool, list(VOTED), vote=True, per_problem=PER_PROBLEM + _pick_curves(VOTED, pool, classes), **kw)
+    kw = {"ns": ns, "target_se": cfg.vote_target_se, "n_boot": cfg.bootstrap, "seed": seed, "classes": classes,
+          "class_names": PICK_CLASSES}
+    result = evaluate_pool(pool, list(VOTED), vote=True, per_problem=PER_PROBLEM + _pick_curves(VOTED), **kw)
     others = [f"prm_{h}" for h in PRM_AGGREGATIONS if f"prm_{h}" not in VOTED] + list(LABEL_FREE)
     paper = [c for c in PAPER_COLUMNS if c in pool.scores]
     others += paper
-    kept = tuple(f"{curve}[{c}]" for c in paper for curve in ("bon_acc", "valid_acc")) + _pick_curves(paper, pool, classes)
+    kept = tuple(f"{curve}[{c}]" for c in paper for curve in ("bon_acc", "valid_acc")) + _pick_curves(paper)
     _merge(result, evaluate_pool(pool, others, vote=False, per_problem=kept, **kw))
     sweep = {}
     for budget in sorted(cfg.label_budgets):
         cols = [f"prm{budget}_min", f"prm{budget}_product", f"orm{budget}"]
         if budget != cfg.labelled and all(c in pool.scores for c in cols):  # the sweep scores the eval pool only
-            sweep[budget] = evaluate_pool(pool, cols, vote=False, **{**kw, "classes": None})["metrics"]
+            sweep[budget] = evaluate_pool(pool, cols, vote=False, **{**kw, "classes": None, "class_names": None})["metrics"]
     result["sweep"] = {str(k): v for k, v in sweep.items()}
     result["steps"] = {"prm": step_auroc(path, "p_correct"), "likelihood": step_auroc(path, "base_logp_min")}
     if "prm_paper_min" in paper:
@@ -184,11 +185,12 @@ PICK_CLASSES = ("valid", "right_answer_wrong_step", "wrong_delayed_only", "wrong
 """What the oracle makes of a sample, the classes of best-of-N picks: valid at every step (so its answer is right);
 a right answer through a wrong step; a wrong answer whose every error is delayed (in plans: every constraint kept,
 the plan only later than it could be, "valid but wasteful", or led into a dead end); a wrong answer with an error
-visible on its line. A domain without delayed errors (the ledger) has no ``wrong_delayed_only``."""
+visible on its line. In a domain without delayed errors (the ledger) ``wrong_delayed_only`` is always 0."""
 
 
 def pick_class(solution, labels) -> str:
-    """The class of :data:`PICK_CLASSES` of ``solution``, from its oracle ``labels``."""
+    """The class of :data:`PICK_CLASSES` of ``solution``, from its oracle ``labels`` and its grade (a lab solution's
+    is the oracle's, written when it was sampled)."""
     from prmkit.lab.domains import domain_of
 
     kinds = {domain_of(solution).error_kind(label.reason) for label in labels if label.rating == -1}
@@ -216,15 +218,18 @@ class OracleReading:
         return [label.rating for label in labels]
 
     def classes_in(self, pool) -> np.ndarray:
-        """The classes in ``pool``'s order (problems by first appearance, the file's order within each)."""
+        """The classes in ``pool``'s order (problems by first appearance, the file's order within each): ``load_pool``
+        asks for the step truth of every sample it keeps, once, in file order."""
+        if len(self.classes) != pool.n_samples:
+            raise ValueError(f"the oracle read {len(self.classes)} samples where the pool holds {pool.n_samples}")
         index = {p: i for i, p in enumerate(pool.problem_ids)}
         order = np.argsort([index[p] for p in self.problems], kind="stable")
         return np.asarray(self.classes)[order]
 
 
-def _pick_curves(columns, pool, classes: np.ndarray) -> tuple[str, ...]:
-    """The pick-share curves of ``columns`` (one per class an answered sample has), kept per problem."""
-    return tuple(f"pick_share[{c}][{k}]" for c in columns for k in sorted(set(classes[pool.has_answer].tolist())))
+def _pick_curves(columns) -> tuple[str, ...]:
+    """The pick-share curves of ``columns``, one per class of :data:`PICK_CLASSES`, kept per problem."""
+    return tuple(f"pick_share[{c}][{k}]" for c in columns for k in PICK_CLASSES)
 
 
 def _merge(into: dict, other: dict) -> None:
@@ -304,4 +309,5 @@ def sweep_rows(result: dict, labelled: int) -> list[dict]:
     return [{"labelled": b, **rows[b], "majority": maj} for b in sorted(rows)]
 
 
-__all__ = ["LABEL_FREE", "PRM_AGGREGATIONS", "evaluate_scored", "headline", "merge_scored", "step_auroc", "sweep_rows"]
+__all__ = ["LABEL_FREE", "PICK_CLASSES", "PRM_AGGREGATIONS", "OracleReading", "evaluate_scored", "headline", "merge_scored",
+           "pick_class", "step_auroc", "sweep_rows"]

@@ -22,7 +22,7 @@ import numpy as np
 
 from prmkit.lab.numbers import interval, points
 
-PRM, ORM, MAJORITY = "bon_acc[prm_min]", "bon_acc[orm]", "maj_acc"
+ORM, MAJORITY = "bon_acc[orm]", "maj_acc"
 POOL_NAMES = {"eval": "held-out pool", "ood": "OOD family"}
 SMALL_N = 4
 SPREAD = 0.03
@@ -195,14 +195,23 @@ def pooled_picks(results: dict, n_boot: int = 1000, seed: int = 0) -> list[dict]
     out = []
     for name, column in PICKERS.items():
         prefix = f"pick_share[{column}]["
-        classes = [c[len(prefix):-1] for c in first.get("per_problem", {}) if c.startswith(prefix)]
-        if not classes or not all(f"{prefix}{k}]" in r.get("per_problem", {}) for r in results.values() for k in classes):
+        kept = [{c[len(prefix):-1] for c in r.get("per_problem", {}) if c.startswith(prefix)} for r in results.values()]
+        if not all(kept):  # a seed without the scorer's picks (an older evaluation, or no such arm)
             continue
+        classes = sorted(set().union(*kept))
         for n in ns:
-            shares = {k: mean_ci(np.stack([_per_problem(r, f"{prefix}{k}]", n) for r in results.values()]),
+            shares = {k: mean_ci(np.stack([_share(r, f"{prefix}{k}]", n) for r in results.values()]),
                                  n_boot=n_boot, seed=seed) for k in classes}
             out.append({"scorer": name, "N": n, "shares": shares})
     return out
+
+
+def _share(result: dict, curve: str, n: int) -> np.ndarray:
+    """A pick-share curve at ``n``; zeros where the evaluation has none (it wrote curves only for the classes of its
+    answered samples before 2026-12-06: a class it lacked was never picked)."""
+    if curve in result["per_problem"]:
+        return _per_problem(result, curve, n)
+    return np.zeros(len(next(iter(result["per_problem"].values()))))
 
 
 PICK_LABELS = {"valid": "valid at every step", "right_answer_wrong_step": "right answer, a wrong step",
@@ -222,9 +231,11 @@ def picks_rows(picks: dict) -> tuple[list[str], list[list[str]]]:
     return ["pool", "scorer", "N", *(f"{label} (% of picks)" for label in PICK_LABELS.values())], rows
 
 
-def has_per_problem(results: dict) -> bool:
-    """Whether every evaluation kept the per-problem curves the pooled gaps need (older ones did not)."""
-    return all(all(c in r.get("per_problem", {}) for c in (PRM, ORM, MAJORITY)) for r in results.values())
+def has_per_problem(results: dict, aggregation: str = "min") -> bool:
+    """Whether every evaluation kept the per-problem curves the pooled gaps need, the PRM's by ``aggregation``
+    (older ones did not)."""
+    needed = (f"bon_acc[prm_{aggregation}]", ORM, MAJORITY)
+    return all(all(c in r.get("per_problem", {}) for c in needed) for r in results.values())
 
 
 __all__ = [

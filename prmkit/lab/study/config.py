@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from prmkit.config import apply, read_recipe
 from prmkit.lab.config import RECIPES, LabConfig, preset
+from prmkit.lab.study.core import AGGREGATION
 from prmkit.rl.grpo import RLConfig
 from prmkit.select import WRONG_GRADES, check_wrong_grades
 
@@ -361,6 +362,9 @@ def study_preset(study: str, name: str = "default", domain: str = "ledger") -> L
     rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0, eval_every=0, early_stop_patience=0,
                              early_stop_min_steps=0, max_steps=STUDY_RM_STEPS, lr=2e-3, new_lr=1e-2)
     fields = {f.name: getattr(lab, f.name) for f in dataclasses.fields(LabConfig)}
+    # a study ranks a PRM's solutions by the min of its step probabilities whatever the domain's run reads (the
+    # plans presets' product): its jobs and summaries were designed and published that way
+    fields["aggregation"] = AGGREGATION
     if study == "pressure":  # the policy it optimises is the base model, so its pools are the base's samples
         fields["policy"] = "lm"
     return cls(**{**fields, "rm": rm, "orm_ratio": 1}, **{study: own})

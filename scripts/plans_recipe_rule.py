@@ -19,23 +19,29 @@ CANDIDATES = ("min", "product")
 """The PRM's solution scores, in the rule's order (the first is the lab's own)."""
 MARGIN = 0.01
 """How far (a fraction: 1 point) a later candidate's mean must be above the first's to be taken."""
-DEV_SEEDS = (0, 1, 2)
 N = 64
 
 
 def apply_rule(summaries: list[dict]) -> dict:
     """Each candidate's per-seed and mean paper-PRM best-of-64, and the chosen one.
 
-    >>> s = {"seeds": [0], "results": {"0": {"eval": {"prm_paper_min@64": 0.3, "prm_paper_product@64": 0.7}}}}
+    >>> h = {"prm_paper_min@64": 0.3, "prm_paper_product@64": 0.7}
+    >>> s = {"domain": "plans", "seeds": [0, 1, 2], "results": {str(k): {"eval": h} for k in range(3)}}
     >>> apply_rule([s])["chosen"]
     'product'
     """
+    from prmkit.lab.config import DEV_SEEDS
+
     per_seed = {}
     for summary in summaries:
+        if summary.get("domain") != "plans":
+            raise ValueError(f"a {summary.get('domain', 'ledger')} run's summary: the rule reads plans runs only")
         for seed in summary["seeds"]:
-            if seed not in DEV_SEEDS:
-                raise SystemExit(f"seed {seed} is not a development seed {DEV_SEEDS}: the rule chooses on those only")
+            if seed not in DEV_SEEDS or seed in per_seed:
+                raise ValueError(f"seed {seed}: each development seed {tuple(DEV_SEEDS)} once, and no other")
             per_seed[seed] = summary["results"][str(seed)]["eval"]
+    if sorted(per_seed) != sorted(DEV_SEEDS):
+        raise ValueError(f"the rule needs every development seed {tuple(DEV_SEEDS)}; got {sorted(per_seed)}")
     means = {c: sum(h[f"prm_paper_{c}@{N}"] for h in per_seed.values()) / len(per_seed) for c in CANDIDATES}
     chosen = CANDIDATES[1] if means[CANDIDATES[1]] >= means[CANDIDATES[0]] + MARGIN else CANDIDATES[0]
     return {"metric": f"prm_paper_<score>@{N}, held-out pool", "margin": MARGIN, "seeds": sorted(per_seed),

@@ -24,7 +24,7 @@ from prmkit.lab.numbers import interval
 from prmkit.lab.scoring import sweep_rows
 from prmkit.lab.targets import (
     ARM_NAMES,
-    ARMS,
+    POOL_NAMES,
     auroc_spreads,
     findings_rows,
     has_gold,
@@ -36,6 +36,8 @@ from prmkit.lab.targets import (
     pooled_rows,
 )
 
+POOLS = tuple(POOL_NAMES)
+"""The pools every lab run evaluates: held out, the held-out family."""
 PLOTTED = ("pass", "maj_acc", "bon_acc[prm_min]", "bon_acc[prm_product]", "bon_acc[orm]",
            "bon_acc[likelihood_mean]", "bon_acc[likelihood_min]", "weighted_acc[prm_min]")
 TARGETS = (("PRM@N - ORM@N", "prm_min@{N}", "orm@{N}", 0.15),
@@ -171,58 +173,63 @@ PICKS_NOTE = ("<p class='note'>Each scorer's best-of-N pick sorted by the oracle
               "visible on its line. At N = 1 every scorer picks at random: the pool's own mix.</p>")
 
 
-def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str) -> dict:
-    """Write ``report.html`` and figures under ``run_dir``; return the summary (headlines, targets, sweep)."""
-    run_dir = Path(run_dir)
-    fig_dir = run_dir / "figures"
-    results = {s: {p: _load(run_dir, s, p) for p in ("eval", "ood")} for s in seeds}
-    checks = {s: check_targets(results[s]["eval"]["headline"]) for s in seeds}
-    figures = []
-    for s in seeds:
-        figures.append(_plot(results[s]["eval"], fig_dir / f"bon-seed{s}.png", f"Held-out pool, seed {s}"))
-        figures.append(_plot(results[s]["ood"], fig_dir / f"ood-seed{s}.png", f"OOD family, seed {s}"))
-    sweeps = {s: sweep_rows(results[s]["eval"], cfg.labelled) for s in seeds}
-    pooled = {p: pooled_gaps({s: results[s][p] for s in seeds}, cfg.bootstrap, aggregation=cfg.aggregation)
-              for p in ("eval", "ood") if has_per_problem({s: results[s][p] for s in seeds}, cfg.aggregation)}
-    spreads = auroc_spreads([results[s]["eval"]["headline"] for s in seeds])
-    by_arm = {arm: {p: pooled_findings({s: results[s][p] for s in seeds}, cfg.bootstrap, arm=arm, aggregation=cfg.aggregation)
-                    for p in ("eval", "ood") if has_gold({s: results[s][p] for s in seeds}, arm, cfg.aggregation)}
-              for arm in ARMS}
-    findings = by_arm["equal"]
-    picks = {p: rows for p in ("eval", "ood") if (rows := pooled_picks({s: results[s][p] for s in seeds}, cfg.bootstrap))}
-    parts = [_note(cfg)]
-    for arm in ("paper", "equal"):  # the paper's arms first: they are the headline where a run has them
-        if by_arm[arm]:
+def pooled_numbers(cfg, results: dict, seeds: list[int]) -> dict:
+    """Every number pooled over ``seeds`` (``results``: seed -> pool -> evaluation): the paper's ordering (``pooled``),
+    the step AUROCs' spreads, each comparison's findings (``by_arm``) and what best-of-N picks (``picks``), the
+    PRM by the run's ``aggregation``; a pool whose evaluations lack a curve they need is left out."""
+    def of(p):
+        return {s: results[s][p] for s in seeds}
+
+    return {"pooled": {p: pooled_gaps(of(p), cfg.bootstrap, aggregation=cfg.aggregation)
+                       for p in POOLS if has_per_problem(of(p), cfg.aggregation)},
+            "spreads": auroc_spreads([results[s]["eval"]["headline"] for s in seeds]),
+            "by_arm": {arm: {p: pooled_findings(of(p), cfg.bootstrap, arm=arm, aggregation=cfg.aggregation)
+                             for p in POOLS if has_gold(of(p), arm, cfg.aggregation)} for arm in ARM_NAMES},
+            "picks": {p: rows for p in POOLS if (rows := pooled_picks(of(p), cfg.bootstrap))}}
+
+
+def pooled_sections(cfg, numbers: dict, checks: dict) -> list:
+    """The report's pooled sections: each comparison (the paper's arms first: they are the headline where a run has
+    them), what best-of-N picks, the paper's ordering; an older run's per-seed targets where it has no findings."""
+    parts = []
+    for arm in ("paper", "equal"):
+        if numbers["by_arm"][arm]:
             parts += [Markup("<h2>PRM against ORM, {}: pooled over seeds, with the ceilings beside each gap</h2>"
                              "<p>The PRM scores a solution by the {} of its step probabilities.</p>"
                              ).format(ARM_NAMES[arm], cfg.aggregation), Markup(FINDINGS_NOTE),
-                      table(*findings_rows(by_arm[arm]))]
-    if picks:
+                      table(*findings_rows(numbers["by_arm"][arm]))]
+    if numbers["picks"]:
         parts += [Markup("<h2>What best-of-N picks, by the oracle: pooled over seeds</h2>"), Markup(PICKS_NOTE),
-                  table(*picks_rows(picks))]
-    if pooled:
-        parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"), table(*pooled_rows(pooled, spreads))]
-    if not findings:  # an older run without the second gold: its per-seed targets, as it was reported
+                  table(*picks_rows(numbers["picks"]))]
+    if numbers["pooled"]:
+        parts += [Markup("<h2>The paper's ordering, pooled over seeds</h2>"),
+                  table(*pooled_rows(numbers["pooled"], numbers["spreads"]))]
+    if not numbers["by_arm"]["equal"]:  # an older run without the second gold: its per-seed targets, as reported
         parts += [Markup("<h2>The lab's targets, per seed (held-out pool)</h2>"), targets_table(checks)]
-    parts += [Markup("<h2>Held-out pool: headline numbers per seed</h2>"),
-             seed_table({s: results[s]["eval"] for s in seeds}),
+    return parts
+
+
+def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str) -> dict:
+    """Write ``report.html`` and figures under ``run_dir``; return the summary (headlines, findings, sweep)."""
+    run_dir = Path(run_dir)
+    fig_dir = run_dir / "figures"
+    results = {s: {p: _load(run_dir, s, p) for p in POOLS} for s in seeds}
+    checks = {s: check_targets(results[s]["eval"]["headline"]) for s in seeds}
+    figures = [_plot(results[s][p], fig_dir / f"{'bon' if p == 'eval' else 'ood'}-seed{s}.png",
+                     f"{'Held-out pool' if p == 'eval' else 'OOD family'}, seed {s}") for s in seeds for p in POOLS]
+    sweeps = {s: sweep_rows(results[s]["eval"], cfg.labelled) for s in seeds}
+    numbers = pooled_numbers(cfg, results, seeds)
+    parts = [_note(cfg), *pooled_sections(cfg, numbers, checks),
+             Markup("<h2>Held-out pool: headline numbers per seed</h2>"), seed_table({s: results[s]["eval"] for s in seeds}),
              Markup("<h2>Out-of-distribution family: headline numbers per seed</h2>"),
              seed_table({s: results[s]["ood"] for s in seeds}),
              Markup("<h2>Best-of-N curves</h2>"), *(figure(Path(f)) for f in figures)]
     if cfg.label_budgets:
-        sweep_fig = _plot_sweep(sweeps, fig_dir / "sweep.png")
-        rows = [[str(s), str(r["labelled"]), *(f"{100 * r[k]:.1f}" for k in ("prm_min", "prm_product", "orm", "majority"))]
-                for s in seeds for r in sweeps[s]]
-        parts += [Markup("<h2>Label-budget sweep (best-of-N at the largest N)</h2>"),
-                  table(["seed", "labelled", "PRM min", "PRM product", "ORM", "majority"], rows), figure(Path(sweep_fig))]
-    parts += [Markup("<h2>Step-level AUROC of the PRM per kind of error (held-out pool)</h2>"), reason_table(results)]
-    parts += [Markup("<h2>Wall time per stage</h2>"), timings_table(timings)]
-    parts += study_sections(run_dir)
-    for s in seeds:
-        for p in ("eval", "ood"):
-            result = dict(results[s][p], source=[f"seed {s}, {p} pool"])
-            parts.append(Markup("<details><summary>seed {}, {}: every number</summary>{}</details>").format(
-                s, p, bon_section(result)))
+        parts += sweep_section(sweeps, seeds, fig_dir)
+    parts += [Markup("<h2>Step-level AUROC of the PRM per kind of error (held-out pool)</h2>"), reason_table(results),
+              Markup("<h2>Wall time per stage</h2>"), timings_table(timings), *study_sections(run_dir)]
+    parts += [Markup("<details><summary>seed {}, {}: every number</summary>{}</details>").format(
+        s, p, bon_section(dict(results[s][p], source=[f"seed {s}, {p} pool"]))) for s in seeds for p in POOLS]
     domain = cfg.lab_domain.name
     where = f"preset {cfg.name}" if domain == "ledger" else f"the {domain} domain, preset {cfg.name}"
     text = page(f"prmkit lab run: {cfg.name}" if domain == "ledger" else f"prmkit lab run: {domain} {cfg.name}", parts,
@@ -230,12 +237,22 @@ def write_lab_report(run_dir, cfg, seeds: list[int], timings: dict, command: str
                 config=dataclasses.asdict(cfg))
     with atomic_output(run_dir / "report.html") as f:
         f.write(text)
+    by_arm, picks = numbers["by_arm"], numbers["picks"]
     return {"command": command, "domain": domain, "preset": cfg.name, "seeds": seeds, "aggregation": cfg.aggregation,
             "results": {str(s): {"eval": results[s]["eval"]["headline"], "ood": results[s]["ood"]["headline"],
                                  "sweep": sweeps[s]} for s in seeds},
-            **({"findings": findings} if findings else {"targets": {str(s): checks[s] for s in seeds}}),
+            **({"findings": by_arm["equal"]} if by_arm["equal"] else {"targets": {str(s): checks[s] for s in seeds}}),
             **({"paper_findings": by_arm["paper"]} if by_arm["paper"] else {}), **({"picks": picks} if picks else {}),
-            "pooled": pooled, "auroc_spread": spreads["PRM"], "auroc_spreads": spreads}
+            "pooled": numbers["pooled"], "auroc_spread": numbers["spreads"]["PRM"], "auroc_spreads": numbers["spreads"]}
+
+
+def sweep_section(sweeps: dict, seeds: list[int], fig_dir: Path) -> list:
+    """The label-budget sweep: best-of-N at the largest N per budget and seed, and its figure."""
+    sweep_fig = _plot_sweep(sweeps, fig_dir / "sweep.png")
+    rows = [[str(s), str(r["labelled"]), *(f"{100 * r[k]:.1f}" for k in ("prm_min", "prm_product", "orm", "majority"))]
+            for s in seeds for r in sweeps[s]]
+    return [Markup("<h2>Label-budget sweep (best-of-N at the largest N)</h2>"),
+            table(["seed", "labelled", "PRM min", "PRM product", "ORM", "majority"], rows), figure(Path(sweep_fig))]
 
 
 def study_sections(run_dir) -> list[str]:

@@ -54,8 +54,6 @@ def _plot_arms(summary: dict, arms: tuple[str, ...], path: Path, title: str) -> 
     return save_figure(fig, path)
 
 
-
-
 def _equal_labels_note(diffs: dict, budgets: list[int]) -> str:
     """What the paired differences at equal labels say beside the slope ratio (which reads only slopes:
     a steeper active line that starts lower gives a large factor while active sets are worse)."""

@@ -362,6 +362,25 @@ def kernel_moves_table(record: dict, top: int = 8) -> str:
     return markdown(["seed", "pool", "number at N", first, second, "difference (points)"], rows)
 
 
+def kernel_restarts_table(record: dict) -> str:
+    """Each reward model's restarts in two runs of one seed (``scripts/kernel_restarts.py``): every restart's
+    best-of-N, the one the protocol chose, the restarts' ensemble, and the two runs' differences."""
+    a, b = (Path(r).name for r in record["runs"])
+    rows = []
+    for model, runs in record["models"].items():
+        cells = []
+        for name in (a, b):
+            r = runs[name]
+            cells.append(" / ".join(points(x) for x in r["restarts"]))
+            cells += [points(r["restarts"][r["chosen"]]), points(r["ensemble"])]
+        chosen = abs(runs[a]["restarts"][runs[a]["chosen"]] - runs[b]["restarts"][runs[b]["chosen"]])
+        rows.append([model, *cells, points(chosen), points(abs(runs[a]["ensemble"] - runs[b]["ensemble"]))])
+    n = record["n"]
+    return markdown(["model", *(f"{name}: {what}" for name in (a, b) for what in
+                                (f"restarts' best-of-{n}", "chosen", "ensemble")),
+                     "difference, chosen (points)", "difference, ensemble (points)"], rows)
+
+
 def recipe_rule_table(record: dict) -> str:
     """A recipe rule's outcome (``scripts/plans_recipe_rule.py``): each candidate per development seed, its mean,
     and which the rule took."""
@@ -400,6 +419,7 @@ TABLES = {
     **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed", "stages")},
     "bon-read": bon_read_table,
     "recipe-rule": recipe_rule_table,
+    "kernel-restarts": kernel_restarts_table,
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
 }
 """Every generated table, by the name a doc's marker uses."""

@@ -170,7 +170,8 @@ FINDINGS_NOTE = ("<p class='note'>Findings, not targets: an interval that covers
 PICKS_NOTE = ("<p class='note'>Each scorer's best-of-N pick sorted by the oracle: valid at every step; a right "
               "answer through a wrong step; a wrong answer whose every error is delayed (in plans: every constraint "
               "kept, the plan only later than it could be, or led into a dead end); a wrong answer with an error "
-              "visible on its line. At N = 1 every scorer picks at random: the pool's own mix.</p>")
+              "visible on its line. At N = 1 every scorer picks at random: the pool's own mix (of its answered samples, "
+              "since one without an answer is never picked).</p>")
 
 
 def pooled_numbers(cfg, results: dict, seeds: list[int]) -> dict:

@@ -40,8 +40,7 @@ def stats_of(cfg, seeds) -> tuple[dict, dict]:
 
 
 COMMITTED = {"preset": "easy", "seeds": "10,11,12"}
-"""What the committed summaries were made from (lab-lm-stats.json's ``preset`` says ``default``: the easy family was
-the default's when it ran)."""
+"""What the committed summaries are made from: the easy family (the lab's default before its calibration)."""
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -81,9 +81,6 @@ def arms(aggregation: str = "min") -> dict:
             "paper": {"answer": (f"bon_acc[prm_paper_{aggregation}]", "bon_acc[orm_paper]"),
                       "valid": (f"valid_acc[prm_paper_{aggregation}]", "valid_acc[orm_paper]")}}
 
-
-ARMS = arms()
-"""The comparisons by the lab's own score (``min``)."""
 ARM_NAMES = {"equal": "equal data (both on the same 2,000 uniform solutions)",
              "paper": "the paper's data arms (PRM: chosen convincing wrong answers; ORM: 10x uniform, graded)"}
 
@@ -239,7 +236,6 @@ def has_per_problem(results: dict, aggregation: str = "min") -> bool:
 
 
 __all__ = [
-    "ARMS",
     "ARM_NAMES",
     "FINDING_NS",
     "FLOOR",

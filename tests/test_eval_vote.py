@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from prmkit.evaluate.bootstrap import bootstrap_ci, bootstrap_means
 from prmkit.evaluate.pool import Pool
-from prmkit.evaluate.vote import vote_curve, vote_rounds, vote_weights
+from prmkit.evaluate.vote import draw_subsets, vote_curve, vote_curves, vote_rounds, vote_weights
 
 
 def brute_vote(group, correct, weight, n, pad):
@@ -74,6 +74,54 @@ def test_vote_curve_reaches_target_se_and_matches_enumeration():
     assert np.all(est.se <= 0.004 + 1e-9)
     assert np.all(np.abs(est.per_problem.mean(0) - exact) <= 4 * est.se + 1e-9)
     assert est.rounds[-1] == 1 and est.se[-1] == 0  # N = M: every sample drawn, the vote is deterministic
+
+
+@pytest.mark.parametrize("m,n", [(8, 2), (8, 1), (9, 3)])  # blocks of one ordering; (9, 3): a draw per row
+def test_drawn_subsets_are_uniform(m, n):
+    rows = draw_subsets(np.random.default_rng(0), m, n, 20_000)
+    assert rows.shape == (20_000, n) and all(len(set(r)) == n for r in rows[:500].tolist())
+    subsets = list(itertools.combinations(range(m), n))
+    counts = np.zeros(len(subsets))
+    index = {s: i for i, s in enumerate(subsets)}
+    for r in np.sort(rows, axis=1).tolist():
+        counts[index[tuple(r)]] += 1
+    expected = 20_000 / len(subsets)
+    assert np.abs(counts - expected).max() <= 5 * np.sqrt(expected)
+
+
+def test_rows_cut_from_one_ordering_are_disjoint():
+    rows = draw_subsets(np.random.default_rng(1), 100, 5, 20)  # 20 blocks of one ordering
+    assert len(set(rows.ravel().tolist())) == 100
+
+
+def _random_pool(rng, problems, m, k):
+    groups = [rng.integers(-1, k, m) for _ in range(problems)]
+    ok = [rng.random(k) < 0.4 for _ in range(problems)]
+    correct = [np.array([g >= 0 and o[g] for g in grp]) for grp, o in zip(groups, ok)]
+    return _pool(groups, correct, [rng.random(m) for _ in range(problems)])
+
+
+def test_standard_error_errs_on_the_safe_side():
+    """Rows of one ordering are disjoint, and the standard error is computed as if they were independent:
+    across seeds the estimates spread by no more than it says."""
+    pool = _random_pool(np.random.default_rng(5), 10, 40, 4)
+    ns = [1, 2, 4, 8, 16]
+    runs = [vote_curves(pool, ns, {"maj": None, "w": pool.column("w")}, target_se=0.0, min_rounds=50,
+                        max_rounds=50, seed=s) for s in range(60)]
+    for name in ("maj", "w"):
+        spread = np.array([r[name].per_problem.mean(0) for r in runs]).std(0, ddof=1)
+        said = np.array([r[name].se for r in runs]).mean(0)
+        assert np.all(spread <= 1.25 * said), (name, spread / said)
+
+
+def test_a_number_does_not_depend_on_the_other_curves_or_ns():
+    pool = _random_pool(np.random.default_rng(2), 6, 30, 3)
+    fixed = dict(target_se=0.0, min_rounds=40, max_rounds=40, seed=3)
+    alone = vote_curve(pool, [4], **fixed).per_problem[:, 0]
+    together = vote_curves(pool, [1, 4, 16], {"maj_acc": None, "w": pool.column("w")}, **fixed)
+    assert np.array_equal(together["maj_acc"].per_problem[:, 1], alone)
+    # common random numbers: at N = 1 one sample decides, whatever its weight
+    assert np.array_equal(together["maj_acc"].per_problem[:, 0], together["w"].per_problem[:, 0])
 
 
 def test_majority_groups_by_group_not_string():

@@ -45,7 +45,7 @@ from prmkit.evaluate.bon import (
 )
 from prmkit.evaluate.bootstrap import bootstrap_ci
 from prmkit.evaluate.pool import Pool, truncation_note
-from prmkit.evaluate.vote import vote_curve, vote_weights
+from prmkit.evaluate.vote import vote_curves, vote_weights
 
 
 def default_ns(m_pad: int) -> list[int]:
@@ -80,11 +80,11 @@ def evaluate_pool(pool: Pool, columns: list[str], ns: list[int] | None = None, p
         curves.update(pick_share_curves(pool, columns, classes, ns, m_pad, class_names))
     transforms = {}
     if vote:
-        curves["maj_acc"] = _mc(vote_curve(pool, ns, None, m_pad, target_se, seed=seed, progress=progress))
+        weights: dict[str, np.ndarray | None] = {"maj_acc": None}
         for col in columns:
-            weights, transforms[col] = vote_weights(pool.column(col), weight_transform)
-            est = vote_curve(pool, ns, weights, m_pad, target_se, seed=seed + 1, progress=progress)
-            curves[f"weighted_acc[{col}]"] = _mc(est)
+            weights[f"weighted_acc[{col}]"], transforms[col] = vote_weights(pool.column(col), weight_transform)
+        for name, est in vote_curves(pool, ns, weights, m_pad, target_se, seed=seed, progress=progress).items():
+            curves[name] = _mc(est)
     first = first_sample(pool)
     kept = {name: np.round(curves[name]["per_problem"], 6).tolist() for name in per_problem}
     _add_intervals(curves, first, n_boot, seed)

@@ -248,6 +248,26 @@ def bon_read_table(summary: dict) -> str:
                      "command / bare json", "with --no-vote s", "--no-vote / bare json"], rows)
 
 
+def _real_pool(name: str):
+    """``scripts/eval_real_pools.py``: one real pool's curves (accuracy in %, 95% CI over problems, the
+    Monte-Carlo standard error of a vote), then its first sample."""
+
+    def cell(m: dict) -> str:
+        lo, hi = m["ci95"]
+        mc = f" ±{100 * m['mc_se']:.2f}" if "mc_se" in m else ""
+        return f"{100 * m['estimate']:.1f} [{100 * lo:.1f}, {100 * hi:.1f}]{mc}"
+
+    def render(summary: dict) -> str:
+        pool = summary["pools"][name]
+        cols, m = pool["settings"]["columns"], pool["metrics"]
+        names = ([(f"best-of-N (`{c}`)", f"bon_acc@{{n}}[{c}]") for c in cols] + [("majority", "maj_acc@{n}")]
+                 + [(f"weighted (`{c}`)", f"weighted_acc@{{n}}[{c}]") for c in cols] + [("pass@N", "pass@{n}")])
+        rows = [[str(n), *(cell(m[key.format(n=n)]) for _, key in names)] for n in pool["ns"]]
+        return markdown(["N", *(label for label, _ in names)], rows) + f"\n\nFirst sample: {cell(m['first_acc'])}."
+
+    return render
+
+
 CALIBRATION_LABELS = {
     "pass@1": "pass@1", "pass@4": "pass@4", "pass@16": "pass@16", "pass@64": "pass@64", "maj_acc@64": "majority@64",
     "right_answer_wrong_step": "right answers through a wrong step", "step_limit@4": "step-judge limit@4",
@@ -418,6 +438,7 @@ TABLES = {
        for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples")},
     **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed", "stages")},
     "bon-read": bon_read_table,
+    **{f"real-pool-{name}": _real_pool(name) for name in ("qwen25math", "gsm8k")},
     "recipe-rule": recipe_rule_table,
     "kernel-restarts": kernel_restarts_table,
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},

@@ -56,10 +56,11 @@ POOLS = ("eval", "ood")
 RM_VERSION = 3
 """Part of the reward-model and score job keys: bumped when their outputs change meaning (2: the product path;
 3: every arm validated on the shared validation split)."""
-EVALUATE_VERSION = 5
+EVALUATE_VERSION = 6
 """Part of the evaluation jobs' key: bumped when an evaluation holds other numbers (4: the classes of best-of-N
 picks, the paper PRM by product, both scores' per-problem curves; 5: a pick-share curve for every class, zeros
-where a pool has none), so a resumed run never keeps an older one."""
+where a pool has none; 6: votes drawn in blocks of one ordering, every curve on the same draws), so a resumed
+run never keeps an older one."""
 KINDS = ("prm", "orm")
 
 

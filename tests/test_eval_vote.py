@@ -78,7 +78,7 @@ def test_vote_curve_reaches_target_se_and_matches_enumeration():
 
 @pytest.mark.parametrize("m,n", [(8, 2), (8, 1), (9, 3)])  # blocks of one ordering; (9, 3): a draw per row
 def test_drawn_subsets_are_uniform(m, n):
-    rows = draw_subsets(np.random.default_rng(0), m, n, 20_000)
+    rows = draw_subsets(np.random.default_rng(0), m, n, 20_000)[0]
     assert rows.shape == (20_000, n) and all(len(set(r)) == n for r in rows[:500].tolist())
     subsets = list(itertools.combinations(range(m), n))
     counts = np.zeros(len(subsets))
@@ -90,7 +90,7 @@ def test_drawn_subsets_are_uniform(m, n):
 
 
 def test_rows_cut_from_one_ordering_are_disjoint():
-    rows = draw_subsets(np.random.default_rng(1), 100, 5, 20)  # 20 blocks of one ordering
+    rows = draw_subsets(np.random.default_rng(1), 100, 5, 20)[0]  # 20 blocks of one ordering
     assert len(set(rows.ravel().tolist())) == 100
 
 

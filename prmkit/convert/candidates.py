@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from operator import itemgetter
 from typing import Any
 
 from prmkit.convert.base import DEFAULTS, Options, numbered_rows, opt, req, rows
@@ -154,17 +155,20 @@ def plain_qwen_row(d: Any) -> tuple[list, list, list | None] | None:
     reports = d.get("report")
     if reports is not None and (type(reports) is not list or len(reports) != n):
         return None
-    if not (all(type(t) is str for t in d["code"]) and all(type(p) is str for p in preds)
-            and all(type(g) is bool for g in grades)):
+    # types checked by the set of them (C loops: a released row holds 1,860 samples)
+    if not (set(map(type, d["code"])) <= {str} and set(map(type, preds)) <= {str} and set(map(type, grades)) <= {bool}):
         return None
     if scores is None:
         return preds, grades, None
     if type(scores) is not list or len(scores) != n:
         return None
-    flat = [s[0] if type(s) is list and len(s) == 1 else s for s in scores]
-    if not all(type(x) is float or type(x) is int for x in flat):
+    if set(map(type, scores)) <= {list} and set(map(len, scores)) <= {1}:
+        scores = list(map(itemgetter(0), scores))
+    elif list in set(map(type, scores)):  # some ``[x]``, some bare: as a mixed row reads
+        scores = [s[0] if type(s) is list and len(s) == 1 else s for s in scores]
+    if not set(map(type, scores)) <= {float, int}:
         return None
-    return preds, grades, [float(x) for x in flat]
+    return preds, grades, list(map(float, scores))
 
 
 def _qwen_problem(d: Any, line: int) -> Problem:

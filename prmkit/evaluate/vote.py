@@ -29,6 +29,9 @@ import numpy as np
 from prmkit.evaluate.pool import Pool
 
 WEIGHT_TRANSFORMS = ("auto", "raw", "sigmoid")
+MIN_ROUNDS = 32
+"""The pilot's rounds: enough to estimate the pooled variance the target standard error is set by (every
+problem gets at least these)."""
 
 
 @dataclass
@@ -59,97 +62,108 @@ def vote_weights(scores: np.ndarray, transform: str = "auto") -> tuple[np.ndarra
     return scores.astype(float), transform
 
 
-def draw_subsets(rng: np.random.Generator, m_pad: int, n: int, rounds: int) -> np.ndarray:
-    """``rounds`` uniformly random ``n``-subsets of ``m_pad`` slots, one per row (``rounds`` x ``n``).
+def draw_subsets(rng: np.random.Generator, m_pad: int, n: int, rounds: int, problems: int = 1) -> np.ndarray:
+    """For each of ``problems``, ``rounds`` uniformly random ``n``-subsets of ``m_pad`` slots
+    (``problems`` x ``rounds`` x ``n``); each problem's from random orderings of its own.
 
-    Where a slot ordering holds at least :data:`BLOCKS_FROM` disjoint subsets, rows come in blocks cut from one
-    random ordering (the ``n`` smallest of ``m_pad`` random keys, the next ``n``, ...): each row is still a
-    uniformly random subset, and one ordering pays for ``m_pad // n`` of them, where a draw per row would pay
-    ``m_pad`` keys for each. Rows of one ordering are disjoint, so their votes are dependent (negatively, in
-    every case measured: ``tests/test_eval_vote.py``) and a standard error computed as if they were
-    independent errs on the safe side.
+    Where an ordering holds at least :data:`BLOCKS_FROM` disjoint subsets, a problem's rounds come in blocks
+    cut from one ordering (the ``n`` smallest of ``m_pad`` random keys, the next ``n``, ...): each is still a
+    uniformly random subset, and one ordering pays for ``m_pad // n`` of them, where a draw per round would
+    pay ``m_pad`` keys for each. Rounds of one ordering are disjoint, so their votes are dependent
+    (negatively, in every case measured: ``tests/test_eval_vote.py``) and a standard error computed as if
+    they were independent errs on the safe side.
 
     >>> rows = draw_subsets(np.random.default_rng(0), 10, 2, 5)
     >>> rows.shape, len(set(rows.ravel().tolist()))  # five disjoint pairs cut from one ordering of ten slots
-    ((5, 2), 10)
+    ((1, 5, 2), 10)
     """
     if n >= m_pad:
-        return np.broadcast_to(np.arange(m_pad), (rounds, m_pad))
+        return np.broadcast_to(np.arange(m_pad), (problems, rounds, m_pad))
     blocks = min(m_pad // n, rounds)
     if blocks < BLOCKS_FROM:
-        return np.argpartition(rng.random((rounds, m_pad)), n - 1, axis=1)[:, :n]
+        drawn = np.argpartition(rng.random((problems * rounds, m_pad)), n - 1, axis=1)[:, :n]
+        return drawn.reshape(problems, rounds, n)
     orderings, take = -(-rounds // blocks), blocks * n
-    keys = rng.random((orderings, m_pad))
+    keys = rng.random((problems * orderings, m_pad))
     first = np.argpartition(keys, take - 1, axis=1)[:, :take] if take < m_pad else np.argsort(keys, axis=1)
     ranked = np.take_along_axis(first, np.argsort(np.take_along_axis(keys, first, axis=1), axis=1), axis=1)
-    return ranked.reshape(orderings * blocks, n)[:rounds]
+    return ranked.reshape(problems, orderings * blocks, n)[:, :rounds]
 
 
 BLOCKS_FROM = 4
-"""Disjoint subsets one ordering must hold before :func:`draw_subsets` cuts blocks from it: sorting an ordering
+"""Disjoint subsets an ordering must hold before :func:`draw_subsets` cuts blocks from it: sorting an ordering
 costs about what four single draws do (measured on 1,860 slots)."""
 
 
 @dataclass
-class ProblemSlots:
-    """One problem's ``M_pad`` slots as the tallies read them, for every curve drawn together.
+class Slots:
+    """Every problem's ``M_pad`` slots as the tallies read them (problems x slots), for every curve drawn
+    together.
 
-    ``voters`` maps a voter set (samples with an answer and, for a weighted curve, a weight) to its slots'
-    groups (non-voters and padding in the last column, ``n_groups``) and the curves that share it;
-    ``share`` is each group's share of correct members where that is the same in every draw (a grader
-    that grades a group alike), else None and the drawn members are tallied."""
+    ``voters``: per voter set (samples with an answer and, for a weighted curve, a weight), the slots' groups
+    (non-voters and padding in the last column, ``width - 1``) and the curves that share it. ``share``: each
+    group's share of correct members (problems x groups) where that is the same in every draw (a grader that
+    grades a group alike), else None and the drawn members' grades are tallied."""
 
-    n_groups: int
+    width: int
     correct: np.ndarray
     share: np.ndarray | None
     voters: list[tuple[np.ndarray, list[str]]]
     weights: dict[str, np.ndarray | None]
 
     @classmethod
-    def build(cls, group: np.ndarray, correct: np.ndarray, weights: dict[str, np.ndarray | None],
-              m_pad: int) -> ProblemSlots:
+    def build(cls, offsets: np.ndarray, group: np.ndarray, correct: np.ndarray,
+              weights: dict[str, np.ndarray | None], m_pad: int) -> Slots:
+        problem = np.repeat(np.arange(offsets.size - 1), np.diff(offsets))
+        slot = np.arange(group.size) - offsets[problem]
         n_groups = int(group.max(initial=-1)) + 1
-        slot_correct = np.zeros(m_pad)
-        slot_correct[: group.size] = correct
+
+        def spread(values, fill, dtype):
+            out = np.full((offsets.size - 1, m_pad), fill, dtype=dtype)
+            out[problem, slot] = values
+            return out
+
         answered = group >= 0
-        lo = np.full(n_groups, np.inf)
-        hi = np.full(n_groups, -np.inf)
-        np.minimum.at(lo, group[answered], slot_correct[: group.size][answered])
-        np.maximum.at(hi, group[answered], slot_correct[: group.size][answered])
-        share = np.where(np.isfinite(lo), lo, 0.0) if np.array_equal(lo[np.isfinite(lo)], hi[np.isfinite(hi)]) else None
+        cell = problem[answered] * max(n_groups, 1) + group[answered]
+        right = np.bincount(cell, correct[answered], minlength=(offsets.size - 1) * n_groups)
+        members = np.bincount(cell, minlength=(offsets.size - 1) * n_groups)
+        alike = np.all((right == 0) | (right == members))
         voters: dict[bytes, tuple[np.ndarray, list[str]]] = {}
-        slot_weights = {}
         for name, w in weights.items():
             votes = answered if w is None else answered & ~np.isnan(w)
-            slot_group = np.full(m_pad, n_groups)
-            slot_group[: group.size] = np.where(votes, group, n_groups)
-            voters.setdefault(votes.tobytes(), (slot_group, []))[1].append(name)
-            if w is not None:
-                slot_weights[name] = np.zeros(m_pad)
-                slot_weights[name][: group.size] = np.nan_to_num(w)
-            else:
-                slot_weights[name] = None
-        return cls(n_groups, slot_correct, share, list(voters.values()), slot_weights)
+            voters.setdefault(votes.tobytes(), (spread(np.where(votes, group, n_groups), n_groups, np.int64), []))[1].append(name)
+        return cls(n_groups + 1, spread(correct, 0.0, float),
+                   (right / np.maximum(members, 1)).reshape(offsets.size - 1, n_groups) if alike else None, list(voters.values()),
+                   {k: None if w is None else spread(np.nan_to_num(w), 0.0, float) for k, w in weights.items()})
 
-    def values(self, drawn: np.ndarray) -> dict[str, np.ndarray]:
-        """Each curve's voted correctness in every drawn subset (a row of ``drawn``)."""
-        rounds = drawn.shape[0]
-        if self.n_groups == 0:
-            return {name: np.zeros(rounds) for name in self.weights}
-        width = self.n_groups + 1
-        size = rounds * width
+    def values(self, lo: int, drawn: np.ndarray) -> dict[str, np.ndarray]:
+        """Each curve's voted correctness (problems x rounds) in the subsets ``drawn`` (problems x rounds x N)
+        of problems ``lo``, ``lo + 1``, ..."""
+        problems, rounds, n = drawn.shape
+        hi, rows = lo + problems, problems * rounds
+        if self.width == 1:  # no answer anywhere
+            return {name: np.zeros((problems, rounds)) for name in self.weights}
+        m_pad = self.correct.shape[1]
+        index = (drawn + (np.arange(lo, hi) * m_pad)[:, None, None]).reshape(rows, n)  # into the flat slots
+
+        def take(slots):
+            return slots.ravel().take(index)
+
         out = {}
         for slot_group, names in self.voters:
-            cells = (np.arange(rounds)[:, None] * width + slot_group[drawn]).ravel()
+            cells = (np.arange(rows)[:, None] * self.width + take(slot_group)).ravel()
 
             def tally(w=None, cells=cells):
-                return np.bincount(cells, weights=w, minlength=size).reshape(rounds, width)[:, : self.n_groups]
+                counts = np.bincount(cells, weights=None if w is None else w.ravel(), minlength=rows * self.width)
+                return counts.reshape(rows, self.width)[:, :-1]
 
             count = tally()
-            share = self.share if self.share is not None else tally(self.correct[drawn].ravel()) / np.maximum(count, 1)
+            share = (np.repeat(self.share[lo:hi], rounds, axis=0) if self.share is not None
+                     else tally(take(self.correct)) / np.maximum(count, 1))
             for name in names:
                 w = self.weights[name]
-                out[name] = winner_value(count if w is None else tally(w[drawn].ravel()), count > 0, share)
+                votes = count if w is None else tally(take(w))
+                out[name] = winner_value(votes, count > 0, share).reshape(problems, rounds)
         return out
 
 
@@ -168,12 +182,12 @@ def vote_rounds(group: np.ndarray, correct: np.ndarray, weight: np.ndarray, m_pa
     ``group`` is -1 for samples that cannot vote (no answer; NaN weight); slots past ``len(group)`` are
     empty padding.
     """
-    slots = ProblemSlots.build(group, correct, {"w": weight}, m_pad)
-    return slots.values(draw_subsets(rng, m_pad, n, rounds))["w"]
+    slots = Slots.build(np.array([0, group.size]), group, correct, {"w": weight}, m_pad)
+    return slots.values(0, draw_subsets(rng, m_pad, n, rounds))["w"][0]
 
 
 def vote_curves(pool: Pool, ns: list[int], weights: dict[str, np.ndarray | None], pad_to: int | None = None,
-                target_se: float = 0.002, min_rounds: int = 100, max_rounds: int = 100_000, seed: int = 0,
+                target_se: float = 0.002, min_rounds: int = MIN_ROUNDS, max_rounds: int = 100_000, seed: int = 0,
                 progress=None) -> dict[str, VoteEstimate]:
     """Monte-Carlo voting accuracy at every N for each named curve: majority where its weights are None,
     else weighted by them. The curves are tallied on the same draws (common random numbers: their
@@ -182,14 +196,12 @@ def vote_curves(pool: Pool, ns: list[int], weights: dict[str, np.ndarray | None]
     from prmkit.evaluate.bon import _padded_size
 
     m_pad = _padded_size(pool, pad_to)
-    problems = [ProblemSlots.build(pool.group[lo:hi], pool.correct[lo:hi],
-                                   {k: None if w is None else w[lo:hi] for k, w in weights.items()}, m_pad)
-                for lo, hi in zip(pool.offsets[:-1], pool.offsets[1:])]
+    slots = Slots.build(pool.offsets, pool.group, pool.correct, weights, m_pad)
     out = {k: np.zeros((pool.n_problems, len(ns))) for k in weights}
     se = {k: np.zeros(len(ns)) for k in weights}
     used = np.zeros(len(ns), dtype=np.int64)
     for j, n in enumerate(ns):
-        means, errors, used[j] = _one_n(problems, m_pad, n, target_se, min_rounds, max_rounds,
+        means, errors, used[j] = _one_n(slots, pool.n_problems, m_pad, n, target_se, min_rounds, max_rounds,
                                         np.random.default_rng([seed, n]))
         for k in weights:
             out[k][:, j], se[k][j] = means[k], errors[k]
@@ -199,14 +211,14 @@ def vote_curves(pool: Pool, ns: list[int], weights: dict[str, np.ndarray | None]
 
 
 def vote_curve(pool: Pool, ns: list[int], weights: np.ndarray | None = None, pad_to: int | None = None,
-               target_se: float = 0.002, min_rounds: int = 100, max_rounds: int = 100_000, seed: int = 0,
+               target_se: float = 0.002, min_rounds: int = MIN_ROUNDS, max_rounds: int = 100_000, seed: int = 0,
                progress=None) -> VoteEstimate:
     """Monte-Carlo voting accuracy at every N: majority when ``weights`` is None, else weighted."""
     return vote_curves(pool, ns, {"vote": weights}, pad_to, target_se, min_rounds, max_rounds, seed,
                        progress)["vote"]
 
 
-def _one_n(problems: list[ProblemSlots], m_pad: int, n: int, target_se: float, min_rounds: int, max_rounds: int,
+def _one_n(slots: Slots, problems: int, m_pad: int, n: int, target_se: float, min_rounds: int, max_rounds: int,
            rng) -> tuple[dict, dict, int]:
     """Pilot rounds, then more until every curve's standard error reaches ``target_se``: per curve the
     per-problem means and the standard error, and the rounds.
@@ -215,35 +227,39 @@ def _one_n(problems: list[ProblemSlots], m_pad: int, n: int, target_se: float, m
     batch aims 10% past the rounds the current estimate asks for.
     """
     pilot = 1 if n >= m_pad else min_rounds  # every sample drawn: the vote is deterministic
-    sums, sq = _run(problems, m_pad, n, pilot, rng)
-    rounds, p = pilot, len(problems)
+    sums, sq = _run(slots, problems, m_pad, n, pilot, rng)
+    rounds = pilot
     while True:
         var = {k: np.maximum(sq[k] / rounds - (s / rounds) ** 2, 0.0) * rounds / max(rounds - 1, 1)
                for k, s in sums.items()}
-        se = {k: math.sqrt(v.sum() / rounds) / max(p, 1) for k, v in var.items()}
-        worst = max(var.values(), key=lambda v: v.sum())
+        se = {k: math.sqrt(v.sum() / rounds) / max(problems, 1) for k, v in var.items()}
         if n >= m_pad or max(se.values()) <= target_se or rounds >= max_rounds:
             return {k: s / rounds for k, s in sums.items()}, se, rounds
-        needed = math.ceil(1.1 * worst.sum() / (p * target_se) ** 2) if target_se > 0 else max_rounds
+        worst = max(v.sum() for v in var.values())
+        needed = math.ceil(1.1 * worst / (problems * target_se) ** 2) if target_se > 0 else max_rounds
         more = min(max(needed, rounds + 1), max_rounds) - rounds
-        more_sums, more_sq = _run(problems, m_pad, n, more, rng)
+        more_sums, more_sq = _run(slots, problems, m_pad, n, more, rng)
         sums = {k: s + more_sums[k] for k, s in sums.items()}
         sq = {k: s + more_sq[k] for k, s in sq.items()}
         rounds += more
 
 
-_CELLS = 1 << 21  # random keys per batch of rounds (16 MB)
+_CELLS = 1 << 21  # slots a batch of draws and tallies holds (16 MB a float array)
 
 
-def _run(problems: list[ProblemSlots], m_pad: int, n: int, rounds: int, rng) -> tuple[dict, dict]:
-    """Per curve, the sum and sum of squares over ``rounds`` rounds of every problem's voted correctness."""
-    names = list(problems[0].weights) if problems else []
-    sums = {k: np.zeros(len(problems)) for k in names}
-    sq = {k: np.zeros(len(problems)) for k in names}
-    batch = max(1, _CELLS // m_pad)
-    for p, slots in enumerate(problems):
+def _run(slots: Slots, problems: int, m_pad: int, n: int, rounds: int, rng) -> tuple[dict, dict]:
+    """Per curve, the sum and sum of squares over ``rounds`` rounds of every problem's voted correctness, in
+    batches of problems and rounds that hold about :data:`_CELLS` slots."""
+    sums = {k: np.zeros(problems) for k in slots.weights}
+    sq = {k: np.zeros(problems) for k in slots.weights}
+    per_round = max(m_pad, slots.width)
+    batch = min(rounds, max(1, _CELLS // per_round))
+    step = max(1, _CELLS // (batch * per_round))
+    for lo in range(0, problems, step):
+        hi = min(problems, lo + step)
         for start in range(0, rounds, batch):
-            for k, vals in slots.values(draw_subsets(rng, m_pad, n, min(batch, rounds - start))).items():
-                sums[k][p] += vals.sum()
-                sq[k][p] += (vals ** 2).sum()
+            drawn = draw_subsets(rng, m_pad, n, min(batch, rounds - start), hi - lo)
+            for k, vals in slots.values(lo, drawn).items():
+                sums[k][lo:hi] += vals.sum(axis=1)
+                sq[k][lo:hi] += (vals ** 2).sum(axis=1)
     return sums, sq

@@ -60,8 +60,7 @@ EVALUATE_VERSION = 6
 """Part of the evaluation jobs' key: bumped when an evaluation holds other numbers (4: the classes of best-of-N
 picks, the paper PRM by product, both scores' per-problem curves; 5: a pick-share curve for every class, zeros
 where a pool has none; 6: votes drawn in blocks of one ordering, every curve on the same draws, a pilot of 32
-rounds), so a resumed
-run never keeps an older one."""
+rounds), so a resumed run never keeps an older one."""
 KINDS = ("prm", "orm")
 
 

@@ -34,6 +34,7 @@ any other solution format of :data:`prmkit.convert.FORMATS` (``processbench``, `
 
 from __future__ import annotations
 
+import functools
 import math
 import zlib
 from array import array
@@ -220,8 +221,11 @@ def answer_grouper(answer_key: str) -> Callable[[list[str]], list[int]]:
         raise ValueError(f"unknown answer key {answer_key!r} (expected 'grader' or 'exact')")
     from prmkit import grade  # imported here: the grader pulls in sympy, which exact grouping does not need
 
-    values = AnswerValues(grade.grouping_value, grade.decide_values, grade.scalar_value, grade.CLOSE_WINDOW)
-    return lambda answers: group_answers(answers, grade.normalize, grade.equivalent, values)
+    # a pool's answers repeat across its problems: each distinct one is normalised and read once
+    cached = functools.partial(functools.lru_cache, maxsize=1 << 16)
+    values = AnswerValues(cached()(grade.grouping_value), grade.decide_values, grade.scalar_value, grade.CLOSE_WINDOW)
+    normalize = cached()(grade.normalize)
+    return lambda answers: group_answers(answers, normalize, grade.equivalent, values)
 
 
 # --- building --------------------------------------------------------------------------------------

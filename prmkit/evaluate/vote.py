@@ -22,6 +22,8 @@ each problem's variance, and ``rounds = sum(var_p) / (P * target_se)^2``.
 from __future__ import annotations
 
 import math
+import os
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -200,13 +202,21 @@ def vote_curves(pool: Pool, ns: list[int], weights: dict[str, np.ndarray | None]
     out = {k: np.zeros((pool.n_problems, len(ns))) for k in weights}
     se = {k: np.zeros(len(ns)) for k in weights}
     used = np.zeros(len(ns), dtype=np.int64)
-    for j, n in enumerate(ns):
-        means, errors, used[j] = _one_n(slots, pool.n_problems, m_pad, n, target_se, min_rounds, max_rounds,
-                                        np.random.default_rng([seed, n]))
-        for k in weights:
-            out[k][:, j], se[k][j] = means[k], errors[k]
+
+    def one(n: int):
+        done = _one_n(slots, pool.n_problems, m_pad, n, target_se, min_rounds, max_rounds, np.random.default_rng([seed, n]))
         if progress is not None:
             progress.update(len(weights))
+        return done
+
+    # each N on its own stream, so they run side by side (numpy's sorts and draws release the GIL) and give
+    # the numbers they give one after another; largest first, as they take longest
+    order = sorted(range(len(ns)), key=lambda j: -ns[j])
+    with ThreadPoolExecutor(max_workers=min(len(ns), os.cpu_count() or 1)) as pool_:
+        for j, (means, errors, rounds) in zip(order, pool_.map(one, [ns[j] for j in order])):
+            used[j] = rounds
+            for k in weights:
+                out[k][:, j], se[k][j] = means[k], errors[k]
     return {k: VoteEstimate(out[k], se[k], used.copy()) for k in weights}
 
 

@@ -283,9 +283,9 @@ class PoolBuilder:
         before = len(self.prob)
         self.valid.extend(array("b", [-1]) * n)
         self.prob.extend(array("i", [p]) * n)
-        self.local.extend(map(ids.get, answers, repeat(-1, n)))  # an unanswered sample is never a key
-        self.has_answer.extend(answered)
-        self.correct.extend(map(and_, map(bool, correct), answered))
+        self.local.extend(array("i", list(map(ids.get, answers, repeat(-1, n)))))  # an unanswered one is no key
+        self.has_answer.frombytes(bytes(answered))
+        self.correct.frombytes(bytes(list(map(and_, map(bool, correct), answered))))
         scores = scores or {}
         if self.fixed_columns is None:
             for name, values in scores.items():

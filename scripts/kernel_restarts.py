@@ -8,7 +8,13 @@ it changes no lab number.
 Each run folder is a finished ``prmkit lab run`` that kept its restarts (``seed-S/restarts/<model>-r<i>/run``),
 its base model (``base/done.json`` names its cache folder) and its label-free scores (the base's surprise). The
 scored files are cached under ``<out>.work/`` (keyed by the restart's and the label-free job's keys), so a rerun
-only recomputes the numbers. The default preset's runs: 2,000 labels, 3 restarts, the PRM by its min.
+only recomputes the numbers. The default preset's runs: 2,000 labels, the PRM by its min; the restarts are as many
+as the runs' recipe trained (``rm.restarts``).
+
+The ensembles by size (``ensembles``: size 2 up to every restart) average the first restarts, by index, that the
+plateau check did not reject; size 1 is the restart the protocol chose. ``rule`` reads the rule written in
+docs/lab.md before the six-restart runs: the smallest size at which every model's two runs differ by at most
+``KERNEL_TOLERANCE`` at best-of-N.
 """
 
 from __future__ import annotations
@@ -23,7 +29,6 @@ MODELS = {"prm": "prm", "orm": "orm", "prm_paper": "prm", "orm_paper": "orm"}
 """The lab run's reward models and their kinds."""
 LABELLED = 2000
 """The default preset's label budget: the models' folders are named by it."""
-RESTARTS = 3
 
 
 def score_restart(run: Path, seed: int, model: str, restart: int, work: Path) -> Path:
@@ -80,15 +85,42 @@ def measure(runs: list[Path], seed: int, work: Path, n: int) -> dict:
         row = {}
         for run in runs:
             pool_file = run / f"seed-{seed}" / "scores" / "label-free-eval" / "eval.jsonl.gz"
-            each = [restart_scores(score_restart(run, seed, model, r, work), kind) for r in range(RESTARTS)]
-            mean = ([float(np.mean(v)) for v in zip(*each)] if kind == "orm"
-                    else [list(np.mean(np.asarray(v, float), axis=0)) for v in zip(*each)])
-            chosen = json.loads((run / "summary.json").read_text())["models"][str(seed)][f"rm-{model}-{LABELLED}"]["chosen"]
+            restarts = json.loads((run / "config.json").read_text())["rm"]["restarts"]
+            each = [restart_scores(score_restart(run, seed, model, r, work), kind) for r in range(restarts)]
+            record = json.loads((run / f"seed-{seed}" / f"rm-{model}-{LABELLED}" / "model" / "restarts.json").read_text())
+            kept = [r for r, m in enumerate(record["runs"]) if not m.get("plateau")]
+            sizes = {k: bon(pool_file, ensemble([each[r] for r in kept[:k]], kind), kind, n, work)
+                     for k in range(2, len(kept) + 1)}
             row[run.name] = {"restarts": [bon(pool_file, e, kind, n, work) for e in each],
-                             "ensemble": bon(pool_file, mean, kind, n, work), "chosen": chosen}
+                             "ensemble": bon(pool_file, ensemble(each, kind), kind, n, work),
+                             "chosen": record["chosen"], "rejected": [r for r in range(restarts) if r not in kept],
+                             "ensembles": {str(k): v for k, v in sizes.items()}}
             print(model, run.name, row[run.name], flush=True)
         out[model] = row
     return out
+
+
+def ensemble(scores: list, kind: str) -> list:
+    """The restarts' probabilities averaged, per solution (and per step for a PRM)."""
+    if kind == "orm":
+        return [float(np.mean(v)) for v in zip(*scores)]
+    return [list(np.mean(np.asarray(v, float), axis=0)) for v in zip(*scores)]
+
+
+def read_rule(models: dict, tolerance: float) -> dict:
+    """The rule of docs/lab.md: per ensemble size (1: the chosen restart), each model's difference in points between
+    the two runs, and the smallest size at which every one is within ``tolerance`` points (None where none is)."""
+    def at(r: dict, k: int) -> float:
+        return r["restarts"][r["chosen"]] if k == 1 else r["ensembles"].get(str(k), float("nan"))
+
+    largest = min(len(r["restarts"]) - len(r["rejected"]) for row in models.values() for r in row.values())
+    by_size: dict[str, dict] = {}
+    for k in range(1, largest + 1):
+        for model, row in models.items():
+            a, b = row.values()
+            by_size.setdefault(str(k), {})[model] = round(100 * abs(at(a, k) - at(b, k)), 6)
+    met = [int(k) for k, d in by_size.items() if max(d.values()) <= tolerance]
+    return {"tolerance": tolerance, "differences": by_size, "chosen_size": min(met) if met else None}
 
 
 def main(argv=None) -> int:
@@ -101,8 +133,11 @@ def main(argv=None) -> int:
     p.add_argument("--n", type=int, default=64, help="best-of-N at this N")
     p.add_argument("--out", type=Path, required=True, help="the JSON written")
     args = p.parse_args(argv)
-    result = {"seed": args.seed, "n": args.n, "runs": [str(r) for r in args.runs],
-              "models": measure(args.runs, args.seed, Path(f"{args.out}.work"), args.n)}
+    from prmkit.lab.targets import KERNEL_TOLERANCE
+
+    models = measure(args.runs, args.seed, Path(f"{args.out}.work"), args.n)
+    result = {"seed": args.seed, "n": args.n, "runs": [str(r) for r in args.runs], "models": models,
+              "rule": read_rule(models, KERNEL_TOLERANCE)}
     result.update(command=f"python scripts/kernel_restarts.py {' '.join(map(str, args.runs))} --seed {args.seed} "
                           f"--n {args.n} --out {args.out}", **run_record())
     args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -1,6 +1,6 @@
 """Benchmark: ``prmkit eval bon`` on large pools against a bare read of the same file, side by side.
 
-Run: ``.venv/bin/python bench/bench_bon_read.py`` (a few minutes on one core; ``--problems 100`` for a
+Run: ``.venv/bin/python bench/bench_bon_read.py --repeat 3`` (a few minutes on one core; ``--problems 100`` for a
 first look). It writes, in the layouts the paper's and Qwen's releases use,
 
 1. ``prm800k-samples``: one line per sample, as openai/prm800k's scored test samples (problem text,
@@ -137,10 +137,17 @@ def command(path: Path, fmt: str, scores: str, extra: tuple[str, ...] = ()) -> f
     return took
 
 
-def measure(path: Path, fmt: str, scores: str) -> dict:
-    row = {"format": fmt, "bytes": path.stat().st_size,
-           "bare_json_s": bare_read(path, "json"), "bare_orjson_s": bare_read(path, "orjson"),
-           "command_s": command(path, fmt, scores), "command_no_vote_s": command(path, fmt, scores, ("--no-vote",))}
+def measure(path: Path, fmt: str, scores: str, repeat: int) -> dict:
+    """Every timing of one layout, each the median of ``repeat`` fresh processes (the runs kept beside it)."""
+    timings = {"bare_json_s": lambda: bare_read(path, "json"), "bare_orjson_s": lambda: bare_read(path, "orjson"),
+               "command_s": lambda: command(path, fmt, scores),
+               "command_no_vote_s": lambda: command(path, fmt, scores, ("--no-vote",))}
+    runs = {name: [] for name in timings}
+    for _ in range(repeat):  # interleaved, so a slow spell of the machine touches every timing alike
+        for name, timed in timings.items():
+            runs[name].append(timed())
+    row = {"format": fmt, "bytes": path.stat().st_size, **{k: float(np.median(v)) for k, v in runs.items()},
+           "runs": runs}
     row["ratio"] = row["command_s"] / row["bare_json_s"]
     row["ratio_no_vote"] = row["command_no_vote_s"] / row["bare_json_s"]
     return row
@@ -152,6 +159,7 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=1860, help="samples per problem (the release: 1,860)")
     parser.add_argument("--workdir", default=None, help="keep the generated files here (default: a temporary folder)")
     parser.add_argument("--summary", metavar="JSON", help="also write the numbers to this file")
+    parser.add_argument("--repeat", type=int, default=1, help="time each this many times and keep the median")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -161,9 +169,10 @@ def main() -> int:
         lines = write_prm800k_samples(samples, args.problems, args.samples)
         qwen = work / f"qwen_candidates_{args.problems}x{args.samples}.jsonl"
         write_qwen_candidates(samples, qwen)
-        rows.append(dict(measure(samples, "prm800k-samples", "prm_score,orm_score"), lines=lines))
-        rows.append(dict(measure(qwen, "qwen-candidates", "pred_score"), lines=args.problems))
-    print(f"{args.problems} problems x {args.samples} samples; seconds, each in a fresh process")
+        rows.append(dict(measure(samples, "prm800k-samples", "prm_score,orm_score", args.repeat), lines=lines))
+        rows.append(dict(measure(qwen, "qwen-candidates", "pred_score", args.repeat), lines=args.problems))
+    print(f"{args.problems} problems x {args.samples} samples; seconds, each in a fresh process (median of "
+          f"{args.repeat})")
     print(f"{'format':>16} {'MiB':>7} {'json':>6} {'orjson':>7} {'command':>8} {'--no-vote':>10} {'ratio':>6} "
           f"{'no-vote':>8}")
     for r in rows:
@@ -172,7 +181,7 @@ def main() -> int:
     print("ratio: the command against a bare json.loads of every line (target: at most 1.5)")
     if args.summary:
         summary = {"bench": "bench/bench_bon_read.py", "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(),
-                   "problems": args.problems, "samples": args.samples, "rows": rows,
+                   "problems": args.problems, "samples": args.samples, "repeat": args.repeat, "rows": rows,
                    "command": " ".join(["python", *sys.argv]), "commit": source_commit(),
                    "stack": numeric_stack(READ_PACKAGES)}
         Path(args.summary).write_text(json.dumps(summary, indent=1) + "\n")

@@ -35,7 +35,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from prmkit.lab.stack import READ_PACKAGES, numeric_stack, source_commit
+from prmkit.stack import READ_PACKAGES, numeric_stack, source_commit
 
 STEP = ("So we substitute $x = {x}$ into $f(x) = \\frac{{x^2 + {a}}}{{x - {b}}}$ and simplify the numerator "
         "first, which gives ${v}$; the denominator is nonzero here, so the value is defined.")

@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prmkit.grade import GradeError, SymbolicPool, grade_many
 from prmkit.grade.report import agreement_rows, speed_rows
-from prmkit.lab.stack import GRADE_PACKAGES, numeric_stack, source_commit
+from prmkit.stack import GRADE_PACKAGES, numeric_stack, source_commit
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("PRMKIT_SHARED_DATA", ROOT.parent / "shared" / "data"))

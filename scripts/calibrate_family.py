@@ -25,7 +25,7 @@ from tqdm import tqdm
 
 from prmkit.lab.config import LabConfig, domain_defaults, preset
 from prmkit.lab.pools import generate_pool
-from prmkit.lab.stack import run_record
+from prmkit.stack import run_record
 from prmkit.lab.stats import pool_stats
 
 DEV_SEEDS = (0, 1, 2)

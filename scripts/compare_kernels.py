@@ -15,7 +15,7 @@ import json
 import sys
 from pathlib import Path
 
-from prmkit.lab.stack import run_record
+from prmkit.stack import run_record
 from prmkit.lab.targets import kernel_differences
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from prmkit.lab.stack import run_record
+from prmkit.stack import run_record
 
 POOLS = {
     "qwen25math": ("candidates/qwen25math_math_cot_100.jsonl", ("--score", "pred_score")),

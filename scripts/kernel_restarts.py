@@ -124,7 +124,7 @@ def read_rule(models: dict, tolerance: float) -> dict:
 
 
 def main(argv=None) -> int:
-    from prmkit.lab.stack import run_record
+    from prmkit.stack import run_record
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:]))

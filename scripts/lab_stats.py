@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from prmkit.lab import generate_pool, pool_stats, preset
-from prmkit.lab.stack import run_record
+from prmkit.stack import run_record
 
 RESULTS = Path(__file__).resolve().parents[1] / "docs" / "results"
 SPLITS = ("eval", "ood")

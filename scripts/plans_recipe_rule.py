@@ -50,7 +50,7 @@ def apply_rule(summaries: list[dict]) -> dict:
 
 
 def main(argv=None) -> int:
-    from prmkit.lab.stack import run_record
+    from prmkit.stack import run_record
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter,
                                 epilog="\n".join(__doc__.splitlines()[2:]))

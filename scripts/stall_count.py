@@ -34,7 +34,7 @@ from tqdm import tqdm
 
 from prmkit.config import parse_sets
 from prmkit.lab.config import DEV_SEEDS, preset
-from prmkit.lab.stack import run_record
+from prmkit.stack import run_record
 
 KEEP = ("plateau", "train_loss_end", "prior_entropy", "eval_prior_loss", "step_auroc", "eval_loss", "best_step",
         "last_step", "stopped_early")

@@ -55,7 +55,7 @@ def test_a_table_across_domains_reads_every_summary_its_block_names(tmp_path):
 
 
 def test_the_committed_summaries_ran_on_the_pinned_stack():
-    from prmkit.lab.stack import GRADE_PACKAGES, PACKAGES, READ_PACKAGES, RL_PACKAGES, read_pins
+    from prmkit.stack import GRADE_PACKAGES, PACKAGES, READ_PACKAGES, RL_PACKAGES, read_pins
 
     pins = read_pins(REPO / "constraints.txt")
     assert set(pins) == {*PACKAGES, *RL_PACKAGES, *GRADE_PACKAGES, *READ_PACKAGES}, "constraints.txt pins exactly the packages a summary may record"

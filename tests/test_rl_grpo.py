@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip("trl")
 
 from prmkit.model.formatter import FormatConfig
-from prmkit.rl.grpo import RLConfig, Rollout, rollout_seed, sequence_logprobs, train_grpo
+from prmkit.rl.grpo import RLConfig, Rollout, prompt_ids, rollout_seed, sequence_logprobs, train_grpo
 
 PROBLEMS = [{"problem": f"{a} + {b} ="} for a in range(4) for b in range(2)]
 FMT = FormatConfig(separator="\n", marker="", max_length=64)
@@ -61,27 +61,27 @@ def test_a_run_repeats_under_its_seed_and_the_hook_sees_every_evaluation(tiny_lm
         assert torch.equal(a, b), f"{name} differs between two runs of one seed"
 
 
-def test_rollouts_are_seeded_per_call_and_sample(tiny_lm):
+def test_rollouts_are_seeded_per_step_and_sample(tiny_lm):
+    import types
+
     import transformers
 
     tok = transformers.AutoTokenizer.from_pretrained(tiny_lm)
     model = transformers.AutoModelForCausalLM.from_pretrained(tiny_lm)
     rollout = Rollout(tok, FMT, RLConfig(max_new_tokens=6))
-
-    class Trainer:  # what the rollout reads of TRL's trainer
-        pass
-
-    trainer = Trainer()
-    trainer.model = model
+    # what the rollout reads of TRL's trainer: the live model and the optimiser step
+    trainer = types.SimpleNamespace(model=model, state=types.SimpleNamespace(global_step=3))
     prompts = ["1 + 1 =", "1 + 1 =", "2 + 0 ="]
     a = rollout(prompts, trainer)
     assert set(a) >= {"prompt_ids", "completion_ids", "logprobs", "steps", "text"}
-    assert len(a["completion_ids"]) == 3 and a["prompt_ids"][0] == rollout.prompt_ids("1 + 1 =")
+    assert len(a["completion_ids"]) == 3 and a["prompt_ids"][0] == prompt_ids(tok, FMT, "1 + 1 =")
     seeds = {rollout_seed(0, 0, "x", 0), rollout_seed(0, 1, "x", 0), rollout_seed(0, 0, "x", 1), rollout_seed(1, 0, "x", 0)}
     assert len(seeds) == 4
-    assert rollout.calls == 1
+    # a new rollout (a resumed run's) at the same step samples the same; at another step, others
     b = Rollout(tok, FMT, RLConfig(max_new_tokens=6))(prompts, trainer)
-    assert a["completion_ids"] == b["completion_ids"], "the same seed and call gave other samples"
+    assert a["completion_ids"] == b["completion_ids"], "the same seed and step gave other samples"
+    trainer.state.global_step = 4
+    assert Rollout(tok, FMT, RLConfig(max_new_tokens=6))(prompts, trainer)["completion_ids"] != a["completion_ids"]
 
 
 def test_sequence_logprobs_sum_the_completion_tokens_and_give_a_kl_estimate(tiny_lm):

@@ -177,6 +177,25 @@ def plot_f1_threshold(curve: dict, threshold: float, path: str | os.PathLike) ->
     return save_figure(fig, path)
 
 
+def plot_rl(records: list[dict], path: str | os.PathLike) -> str:
+    """An RL run's evaluations (``prmkit rl``): proxy reward and gold against the optimiser step, and against
+    sqrt(KL) to the initial policy (the x axis of Gao, Schulman and Hilton's over-optimisation curves)."""
+    steps = [r["step"] for r in records]
+    root_kl = [max(r["kl"], 0.0) ** 0.5 for r in records]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.5), layout="constrained")
+    for ax, x, label in ((axes[0], steps, "optimiser step"), (axes[1], root_kl, "sqrt(KL(policy || initial)), nats")):
+        ax.plot(x, [r["proxy"] for r in records], marker="o", markersize=3, label="proxy (the reward)")
+        gold = [(xi, r["gold"]) for xi, r in zip(x, records) if r.get("gold") is not None]
+        if gold:
+            ax.plot(*zip(*gold), marker="s", markersize=3, label="gold (answer graded right)")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("held-out mean")
+    handles, labels = axes[0].get_legend_handles_labels()
+    legend_below(fig, handles, labels)
+    return save_figure(fig, path)
+
+
 def save_figure(fig, path) -> str:
     """Save through a temporary name renamed into place, like every prmkit output."""
     path = str(path)

@@ -38,6 +38,7 @@ from prmkit.evaluate.html import (
     pct,
     provenance_block,
     steps_section,
+    table,
     warnings_box,
 )
 from prmkit.io import atomic_output, iter_json
@@ -50,12 +51,13 @@ _MAX_META_VALUES = 5  # a key with more distinct values is per-record (an id), n
 
 
 def load_results(run_dir: str | os.PathLike) -> list[dict]:
-    """Every prmkit evaluation JSON in ``run_dir`` (files with a ``kind`` of ``bon`` or ``steps``), sorted by name."""
+    """Every prmkit result JSON in ``run_dir`` (files with a ``kind`` of ``bon``, ``steps`` or ``rl``), sorted by
+    name."""
     out = []
     for path in sorted(Path(run_dir).glob("*.json")):
         with open(path, encoding="utf-8") as f:
             value = json.load(f)
-        if isinstance(value, dict) and value.get("kind") in ("bon", "steps"):
+        if isinstance(value, dict) and value.get("kind") in ("bon", "steps", "rl"):
             value["_file"] = path.name
             out.append(value)
     return out
@@ -82,6 +84,8 @@ def render_report(run_dir: str | os.PathLike, results: list[dict]) -> str:
     for result in results:
         if result["kind"] == "bon":
             body.extend(bon_part(run_dir, result))
+        elif result["kind"] == "rl":
+            body.extend(rl_part(run_dir, result))
         else:
             body.append(steps_section(result))
             body.extend(figure(Path(run_dir) / name) for name in result.get("figures", []))
@@ -101,6 +105,21 @@ def bon_part(run_dir, result: dict) -> list[Markup]:
     parts.extend(figure(Path(run_dir) / name) for name in result.get("figures", []))
     parts.append(collapsed("Every number: each method at each N (a wide table that scrolls sideways)",
                            bon_table(result)))
+    return parts
+
+
+def rl_part(run_dir, result: dict) -> list[Markup]:
+    """An RL run (``prmkit rl``): its evaluations on held-out problems, the figure, TRL's per-step log."""
+    header = ["step", "proxy", "gold", "KL (nats)", "steps", "tokens", "answerless", "repeated steps", "samples"]
+    rows = [[str(r["step"]), f"{r['proxy']:.3f}", "-" if r.get("gold") is None else pct(r["gold"]), f"{r['kl']:.3f}",
+             f"{r['steps']:.1f}", f"{r['tokens']:.1f}", pct(r["answerless"]), pct(r["repeated_steps"]),
+             str(r["samples"])] for r in result["records"]]
+    parts = [Markup("<h2>RL against {}</h2>").format(result["config"]["reward"]), table(header, rows)]
+    parts.extend(figure(Path(run_dir) / name) for name in result.get("figures", []))
+    keys = ("step", "reward", "reward_std", "kl", "loss", "completions/mean_length")
+    history = [[f"{h[k]:.4g}" if isinstance(h.get(k), float) else str(h.get(k, "-")) for k in keys]
+               for h in result.get("history", [])]
+    parts.append(collapsed("TRL's log, every optimiser step", table(list(keys), history)))
     return parts
 
 
@@ -184,6 +203,9 @@ def result_warnings(result: dict) -> list[str]:
     if result["kind"] == "steps":
         return [f"{n} solutions of {name} have no labelled step and were left out"
                 for name, n in result.get("skipped_unlabelled", {}).items() if n]
+    if result["kind"] == "rl":
+        return ["the held-out problems have no answers: gold is not measured"] if all(
+            r.get("gold") is None for r in result["records"]) else []
     lines: list[str] = []
     for note in missing_score_notes(result):
         if note.startswith(" ") and lines:  # an indented note explains the warning above it
@@ -298,6 +320,14 @@ def provenance_rows(result: dict) -> list[list[str]]:
     """
     if result["kind"] == "steps":
         return [["data", ", ".join(result.get("source", []))], ["scores", f"{result.get('score_key', '?')} (per step)"]]
+    if result["kind"] == "rl":
+        cfg, ident = result["config"], result["identity"]
+        reward = (f"{cfg['reward']} (weights {ident['reward_weights']}; credit {cfg['credit'] or 'default'}, "
+                  f"answer weight {cfg['answer_weight']})")
+        problems = (f"{result['problems']} ({ident['problems']}): {result['train_problems']} trained on, "
+                    f"{result['held_out_problems']} held out")
+        return [["policy", f"{cfg['policy']} (weights {ident['policy_weights']})"], ["reward", reward],
+                ["problems", problems], ["command", result.get("command") or "(from Python)"]]
     prov, pool = result.get("provenance") or {}, result["pool"]
     columns = result.get("settings", {}).get("columns") or [k[len("bon_acc["):-1] for k in scorer_curves(result)]
     rows = [["data", "; ".join(_file_text(f) for f in prov.get("inputs", [])) or ", ".join(result.get("source", []))],

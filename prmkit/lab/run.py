@@ -50,7 +50,7 @@ from pathlib import Path
 from prmkit.lab.arms import PAPER, WRONG_SHARE, count_of, kind_of, recipe_for
 from prmkit.lab.config import RM_BASE, LabConfig, lab_format
 from prmkit.lab.jobs import Node, Runner, finished, init_worker, is_done, key_of
-from prmkit.lab.stack import run_record
+from prmkit.stack import run_record
 
 POOLS = ("eval", "ood")
 RM_VERSION = 3

@@ -35,7 +35,7 @@ class RLConfig:
     prompts_per_step: int = field(default=8, metadata={"help": "prompts per optimiser step"})
     group: int = field(default=8, metadata={"help": "samples per prompt (GRPO's group; advantages are relative "
                                                     "to the group's mean)"})
-    beta: float = field(default=0.04, metadata={"help": "weight of the KL penalty to the initial policy"})
+    beta: float = field(default=0.04, metadata={"help": "weight of the KL penalty to the initial policy", "flag": "--kl"})
     lr: float = field(default=1e-4, metadata={"help": "learning rate (AdamW, constant after warm-up)"})
     warmup_steps: int = field(default=5, metadata={"help": "linear warm-up steps"})
     temperature: float = field(default=1.0, metadata={"help": "sampling temperature of rollouts"})
@@ -73,30 +73,35 @@ class Rollout:
 
         self.tokenizer, self.fmt, self.cfg, self.detokenize = tokenizer, fmt, cfg, detokenize
         self.sampling = Sampling(max_new_tokens=cfg.max_new_tokens, temperature=cfg.temperature)
-        self.calls = 0
-
-    def prompt_ids(self, problem: str) -> list[int]:
-        from prmkit.model.formatter import encode
-
-        return encode(self.tokenizer, problem, [], self.fmt).input_ids
 
     def __call__(self, prompts: list[str], trainer) -> dict:
-        ids = [self.prompt_ids(p) for p in prompts]
+        ids = [prompt_ids(self.tokenizer, self.fmt, p) for p in prompts]
+        # seeded by the optimiser step (one rollout a step): a run resumed from a checkpoint samples what the
+        # uninterrupted run sampled
+        step = trainer.state.global_step
         rows = sample_rows(trainer.model, self.tokenizer, self.fmt, ids,
-                           seeds=[rollout_seed(self.cfg.seed, self.calls, p, j) for j, p in enumerate(prompts)],
+                           seeds=[rollout_seed(self.cfg.seed, step, p, j) for j, p in enumerate(prompts)],
                            sampling=self.sampling)
-        self.calls += 1
         texts = [self.detokenize(t) for _, t in rows]
-        return {"prompt_ids": ids, "completion_ids": [c for c, _ in rows], "logprobs": None,
+        # a completion that ended before its first token is the end token alone (TRL reads each one's last id)
+        end = self.tokenizer.eos_token_id if self.tokenizer.eos_token_id is not None else self.tokenizer.pad_token_id
+        return {"prompt_ids": ids, "completion_ids": [c or [end] for c, _ in rows], "logprobs": None,
                 "steps": [completion_steps(t, self.fmt) for t in texts], "text": texts}
 
 
-def rollout_seed(seed: int, call: int, prompt: str, j: int) -> int:
-    """The seed of row ``j`` (its place in the batch TRL hands over) of rollout call ``call``, with its prompt:
-    fixed by the run's seed and TRL's own (seeded) batch order, so a run repeats."""
+def prompt_ids(tokenizer, fmt, problem: str) -> list[int]:
+    """A problem laid out as a prompt by the one formatter (no steps yet)."""
+    from prmkit.model.formatter import encode
+
+    return encode(tokenizer, problem, [], fmt).input_ids
+
+
+def rollout_seed(seed: int, step: int, prompt: str, j: int) -> int:
+    """The seed of row ``j`` (its place in the batch TRL hands over) of the rollout at optimiser step ``step``,
+    with its prompt: fixed by the run's seed and TRL's own (seeded) batch order, so a run repeats."""
     from prmkit.generate.backend import sample_seed
 
-    return sample_seed(seed, f"rl-{call}", [prompt], j)
+    return sample_seed(seed, f"rl-{step}", [prompt], j)
 
 
 def sample_rows(model, tokenizer, fmt, prompt_ids: list[list[int]], seeds: list[int], sampling) -> list[tuple]:
@@ -145,14 +150,15 @@ def sequence_logprobs(model, prompt_ids: list[list[int]], completion_ids: list[l
     return np.asarray(out)
 
 
-def eval_callback(hook, every: int, last: int):
-    """A ``transformers.TrainerCallback`` calling ``hook(step, model)`` before the first optimiser step, every
-    ``every`` steps and after the last (step ``last``); what the hook returns is kept in ``.records``."""
+def eval_callback(hook, every: int, last: int, done: set[int] = frozenset()):
+    """A ``transformers.TrainerCallback`` calling ``hook(step, model)`` before the first optimiser step (of a
+    resumed run: at its checkpoint's step), every ``every`` steps and after the last (step ``last``), except at
+    the steps in ``done`` (measured before a resume); what the hook returns is kept in ``.records``."""
     import transformers
 
     class _Callback(transformers.TrainerCallback):
         def __init__(self):
-            self.records, self.done = [], set()
+            self.records, self.done = [], set(done)
 
         def _at(self, step, model):
             if step not in self.done:
@@ -160,7 +166,7 @@ def eval_callback(hook, every: int, last: int):
                 self.records.append(hook(step, model))
 
         def on_train_begin(self, args, state, control, model=None, **kw):
-            self._at(0, model)
+            self._at(state.global_step, model)
 
         def on_step_end(self, args, state, control, model=None, **kw):
             if (every and state.global_step % every == 0) or state.global_step == last:
@@ -169,8 +175,31 @@ def eval_callback(hook, every: int, last: int):
     return _Callback()
 
 
-def grpo_args(cfg: RLConfig, out_dir: str, cpu: bool = True):
-    """TRL's ``GRPOConfig`` for ``cfg``: no checkpoints, no reports, one prompt batch per optimiser step."""
+def progress_callback(steps: int):
+    """A ``transformers.TrainerCallback`` showing a progress bar over the optimiser steps, with the reward."""
+    import transformers
+    from tqdm.auto import tqdm
+
+    class _Progress(transformers.TrainerCallback):
+        def on_train_begin(self, args, state, control, **kw):
+            self.bar = tqdm(total=steps, initial=state.global_step, desc="rl steps", unit="step")
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and "reward" in logs:
+                self.bar.set_postfix(reward=f"{logs['reward']:.3f}", kl=f"{logs.get('kl', 0.0):.3f}")
+
+        def on_step_end(self, args, state, control, **kw):
+            self.bar.update(state.global_step - self.bar.n)
+
+        def on_train_end(self, args, state, control, **kw):
+            self.bar.close()
+
+    return _Progress()
+
+
+def grpo_args(cfg: RLConfig, out_dir: str, cpu: bool = True, save_every: int = 0):
+    """TRL's ``GRPOConfig`` for ``cfg``: no reports, one prompt batch per optimiser step; a checkpoint every
+    ``save_every`` steps and at the end (none with 0)."""
     from trl import GRPOConfig
 
     return GRPOConfig(output_dir=out_dir, use_cpu=cpu, bf16=False, beta=cfg.beta, num_generations=cfg.group,
@@ -178,15 +207,17 @@ def grpo_args(cfg: RLConfig, out_dir: str, cpu: bool = True):
                       max_completion_length=cfg.max_new_tokens, temperature=cfg.temperature,
                       learning_rate=cfg.lr, lr_scheduler_type="constant_with_warmup", warmup_steps=cfg.warmup_steps,
                       max_steps=cfg.steps, loss_type=cfg.loss_type, logging_steps=1, report_to="none",
-                      save_strategy="no", seed=cfg.seed, data_seed=cfg.seed, disable_tqdm=True,
-                      dataloader_num_workers=0)
+                      save_strategy="steps" if save_every else "no", save_steps=save_every or 500,
+                      seed=cfg.seed, data_seed=cfg.seed, disable_tqdm=True, dataloader_num_workers=0)
 
 
 def train_grpo(model, tokenizer, fmt, problems: list[dict], rewards: list, cfg: RLConfig, out_dir: str,
-               hook=None, detokenize: Callable[[str], str] = lambda t: t, cpu: bool = True):
+               hook=None, detokenize: Callable[[str], str] = lambda t: t, cpu: bool = True, save_every: int = 0,
+               resume: str | None = None, done_steps: set[int] = frozenset(), progress: bool = False):
     """Train ``model`` in place on ``problems`` (dicts with ``problem`` and any other reward columns, e.g.
-    ``answer``) against ``rewards`` (TRL reward functions, e.g. :class:`~prmkit.rl.reward.PRMReward`).
-    Returns (TRL's log history, the hook's records)."""
+    ``answer``) against ``rewards`` (TRL reward functions, e.g. :class:`~prmkit.rl.reward.PRMReward`), from
+    the checkpoint ``resume`` when given (checkpoints every ``save_every`` steps; ``done_steps``: steps the
+    hook measured before). Returns (TRL's log history, the hook's records)."""
     import os
     import warnings
 
@@ -196,15 +227,15 @@ def train_grpo(model, tokenizer, fmt, problems: list[dict], rewards: list, cfg: 
 
     os.environ.setdefault("TRL_EXPERIMENTAL_SILENCE", "1")  # rollout_func is marked experimental by TRL
     rows = [{"prompt": p["problem"], **p} for p in problems]
-    callback = eval_callback(hook, cfg.eval_every, cfg.steps) if hook else None
+    callback = eval_callback(hook, cfg.eval_every, cfg.steps, done_steps) if hook else None
+    callbacks = [c for c in (callback, progress_callback(cfg.steps) if progress else None) if c]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=grpo_args(cfg, out_dir, cpu),
+        trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=grpo_args(cfg, out_dir, cpu, save_every),
                               train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
-                              rollout_func=Rollout(tokenizer, fmt, cfg, detokenize),
-                              callbacks=[callback] if callback else None)
+                              rollout_func=Rollout(tokenizer, fmt, cfg, detokenize), callbacks=callbacks or None)
         trainer.remove_callback(PrinterCallback)  # its per-step dict on stdout; the log history keeps every step
-        trainer.train()
+        trainer.train(resume_from_checkpoint=resume)
     return trainer.state.log_history, (callback.records if callback else [])
 
 
@@ -214,6 +245,8 @@ __all__ = [
     "completion_steps",
     "eval_callback",
     "grpo_args",
+    "progress_callback",
+    "prompt_ids",
     "rollout_seed",
     "sample_rows",
     "sequence_logprobs",

@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.jobs import init_worker
-from prmkit.lab.stack import RL_PACKAGES
+from prmkit.stack import RL_PACKAGES
 from prmkit.lab.study.core import with_restarts
 from prmkit.lab.study.pressure_pages import write_outputs
 from prmkit.lab.study.pressure_summary import rm_name, summarise

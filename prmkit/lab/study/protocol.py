@@ -221,7 +221,7 @@ def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progr
               command: str = "", log=print, device: str = "auto") -> dict:
     """Run ``study`` for ``seeds`` into ``RUN_DIR/study-<name>/``; return its summary (also ``summary.json``)."""
     from prmkit.lab.jobs import Runner, init_worker
-    from prmkit.lab.stack import run_record
+    from prmkit.stack import run_record
 
     record = run_record(study.packages)  # the code as it starts: a commit made while it runs is not its source
     cfg = study.prepare(cfg, list(seeds))

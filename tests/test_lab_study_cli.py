@@ -87,8 +87,15 @@ def test_bad_study_override_is_a_user_error(capsys):
 def test_study_through_the_cli_updates_the_lab_report(tmp_path, lab_cache, capsys):
     fake_lab_run(tmp_path)
     argv = ["lab", "study", "budget", "--preset", "quick", "--seeds", "0", *TINY, "--out-dir", str(tmp_path), "--no-progress"]
+    assert main([*argv, "--plan"]) == 0  # nothing run yet: every job to run, and nothing written
+    planned = capsys.readouterr().out.splitlines()
+    rows = [line for line in planned if line.startswith(("data ", "base ", "rm "))]
+    assert len(rows) == 6 and all(" to run " in r for r in rows) and not (tmp_path / "study-budget").exists()
     assert main(argv) == 0
     out = capsys.readouterr().out
+    assert main([*argv, "--plan"]) == 0  # after the run: every job done, with the seconds it took
+    planned = capsys.readouterr().out
+    assert planned.count(" done ") == 6 and "measured" in planned and "left: 0 jobs" in planned
     assert f"study report: {tmp_path / 'study-budget' / 'report.html'}" in out and "lab report:" in out
     summary = json.loads((tmp_path / "study-budget" / "summary.json").read_text())
     assert summary["command"].startswith("prmkit lab study budget --preset quick --seeds 0 --set")
@@ -137,3 +144,16 @@ def test_every_study_size_in_the_recipes_names_a_known_study_and_field():
         assert set(read_recipe(path)) <= set(STUDIES), path
         for study in read_recipe(path):
             assert getattr(study_preset(study, path.stem), study) != STUDIES[study][1](), (path, study)
+
+
+def test_a_plan_tells_done_partial_and_waiting_jobs_apart(tmp_path):
+    from prmkit.lab.study.plan import status
+
+    done, partial, waiting = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    done.mkdir()
+    (done / "done.json").write_text(json.dumps({"key": "k1", "seconds": 3.0}))
+    (tmp_path / ".b.part").mkdir()
+    (tmp_path / ".b.part" / ".key").write_text("k2")
+    assert [status(done, "k1"), status(partial, "k2"), status(waiting, "k3")] == ["done", "partial", "to run"]
+    assert status(done, "another key") == "to run" and status(partial, "another key") == "to run"
+

@@ -259,11 +259,26 @@ def cmd_study(args: argparse.Namespace) -> int:
     if args.out is None:
         args.out = _default_out(args)
     module = importlib.import_module(f"prmkit.lab.study.{args.study}")  # lazily: each study imports torch
+    if args.plan:
+        return _print_plan(module.STUDY, cfg, args)
     run_study(module.STUDY, cfg, args.seeds, args.out, jobs=args.workers, progress=args.progress,
               command=_command(f"prmkit lab study {args.study}", args), device=args.device)
     if refresh_lab_report(args.out):  # a finished `prmkit lab run` in the folder: show every study in its page
         print(f"lab report: {os.path.join(args.out, 'report.html')} (with the study sections)")
     print(f"study report: {os.path.join(args.out, f'study-{args.study}', 'report.html')}")
+    return 0
+
+
+def _print_plan(study, cfg, args) -> int:
+    """``--plan``: the study's jobs, which are done, and what the rest costs (:mod:`prmkit.lab.study.plan`)."""
+    from pathlib import Path
+
+    from prmkit.lab.study.plan import format_plan, plan_study
+
+    published = Path(__file__).resolve().parents[2] / "docs" / "results" / f"study-{args.study}.json"
+    summary = json.loads(published.read_text()) if published.is_file() else None
+    plan = plan_study(study, cfg, args.seeds, args.out, args.device, summary, args.domain)
+    print(format_plan(plan, args.workers))
     return 0
 
 
@@ -415,6 +430,9 @@ def _register_study(sub) -> None:
     p.add_argument("--out-dir", dest="out", default=None, metavar="RUN_DIR",
                    help="run folder; the study writes RUN_DIR/study-<name>/ (default: runs/lab-<preset>)")
     renamed(p, "--out", "--out-dir")
+    p.add_argument("--plan", action="store_true",
+                   help="print the study's jobs, which are done, and what the rest will cost on this machine "
+                        "(from the done jobs of each kind, else the published run's); run nothing")
     _add_worker_flags(p)
     _add_device_flag(p)
     p.set_defaults(func=cmd_study)

@@ -1,0 +1,119 @@
+"""``prmkit lab study NAME --plan``: a study's jobs, which are done, and what the rest will cost on this machine,
+without running anything.
+
+Each job is found as the driver would run it (:func:`~prmkit.lab.study.protocol.run_study`'s stages, keyed the
+same way): ``done`` (its ``done.json`` holds its key), ``partial`` (an interrupted run left its folder, which
+the next run resumes) or ``to run``. A job not done is estimated by the compute seconds of the done jobs of
+its kind in the same study folder (their median), else by the published run's mean per job of its stage
+(``docs/results/study-<name>.json``, where that run had the same preset), else not at all: a study that has
+run one job of a kind knows what the next one costs.
+
+>>> rows = [{"stage": "rm", "job": "RewardModel", "folder": "seed-0/rm-prm-500", "status": "done", "seconds": 100.0},
+...         {"stage": "rm", "job": "RewardModel", "folder": "seed-1/rm-prm-500", "status": "to run", "seconds": None}]
+>>> estimate(rows, {})[1]["estimate"], estimate(rows, {})[1]["basis"]
+(100.0, 'median of 1 done RewardModel job')
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+
+from prmkit.lab.jobs import is_done
+
+
+def plan_study(study, cfg, seeds: list[int], run_dir, device: str = "auto", published: dict | None = None,
+               domain: str = "ledger") -> dict:
+    """The plan of ``study`` for ``seeds`` in ``RUN_DIR/study-<name>/``: every job with its status and estimate
+    (``published``: the study's published summary, read where it ran the same preset of ``domain``)."""
+    from prmkit.lab.study.protocol import Context
+
+    cfg = study.prepare(cfg, list(seeds))
+    root = Path(run_dir) / f"study-{study.name}"
+    rows = []
+    for stage, jobs in study.stages(cfg, Context(root, tuple(seeds), device)):
+        for job in jobs:
+            folder = Path(job.folder)
+            rows.append({"stage": stage, "job": type(job).__name__, "folder": _shown(folder, root),
+                         "status": status(folder, job.key), "seconds": _seconds(folder, job.key)})
+    stage_means = published_means(published, cfg.name, domain) if published else {}
+    return {"study": study.name, "root": str(root), "seeds": list(seeds), "rows": estimate(rows, stage_means)}
+
+
+def status(folder: Path, key: str) -> str:
+    """``done``, ``partial`` (an interrupted run of the same key left its temporary folder) or ``to run``."""
+    if is_done(folder, key):
+        return "done"
+    mark = folder.with_name(f".{folder.name}.part") / ".key"
+    return "partial" if mark.is_file() and mark.read_text() == key else "to run"
+
+
+def _seconds(folder: Path, key: str) -> float | None:
+    return json.loads((folder / "done.json").read_text()).get("seconds") if is_done(folder, key) else None
+
+
+def _shown(folder: Path, root: Path) -> str:
+    try:
+        return str(folder.relative_to(root))
+    except ValueError:  # the base model lives in the lab's cache, shared with `prmkit lab run`
+        return str(folder)
+
+
+def published_means(summary: dict, preset: str, domain: str) -> dict[str, float]:
+    """Mean compute seconds per job of each stage of a published run of the same preset and domain (else
+    nothing: another size costs otherwise).
+
+    >>> published_means({"preset": "default", "timings": {"rm": {"ran": 4, "job_seconds": 10.0}}}, "default", "ledger")
+    {'rm': 2.5}
+    """
+    if summary.get("preset") != preset or summary.get("domain", "ledger") != domain:
+        return {}
+    out = {}
+    for stage, t in summary.get("timings", {}).items():
+        if t.get("ran") and t.get("job_seconds"):
+            out[stage] = t["job_seconds"] / t["ran"]
+    return out
+
+
+def estimate(rows: list[dict], stage_means: dict[str, float]) -> list[dict]:
+    """Each row with ``estimate`` (seconds; None where nothing is known) and ``basis`` (where it comes from)."""
+    done: dict[str, list[float]] = {}
+    for r in rows:
+        if r["status"] == "done" and r["seconds"] is not None:
+            done.setdefault(r["job"], []).append(r["seconds"])
+    out = []
+    for r in rows:
+        if r["status"] == "done":
+            out.append({**r, "estimate": r["seconds"], "basis": "measured"})
+        elif r["job"] in done:
+            n = len(done[r["job"]])
+            out.append({**r, "estimate": statistics.median(done[r["job"]]),
+                        "basis": f"median of {n} done {r['job']} job{'s' if n > 1 else ''}"})
+        elif r["stage"] in stage_means:
+            out.append({**r, "estimate": stage_means[r["stage"]], "basis": "the published run's stage mean"})
+        else:
+            out.append({**r, "estimate": None, "basis": "no job of this kind has run yet"})
+    return out
+
+
+def format_plan(plan: dict, workers: int) -> str:
+    """The plan as people read it: one line per job, then what is left, in compute and in wall time."""
+    rows = plan["rows"]
+    left = [r for r in rows if r["status"] != "done"]
+    known = sum(r["estimate"] for r in left if r["estimate"] is not None)
+    unknown = sum(r["estimate"] is None for r in left)
+    width = max([len(r["folder"]) for r in rows] + [6])
+    lines = [f"study {plan['study']} in {plan['root']}: seeds {', '.join(map(str, plan['seeds']))}; {len(rows)} jobs, "
+             f"{len(rows) - len(left)} done", "",
+             f"{'stage':<10} {'job':<14} {'folder':<{width}} {'status':<8} {'seconds':>9}  basis"]
+    for r in rows:
+        secs = "?" if r["estimate"] is None else f"{r['estimate']:,.0f}"
+        lines.append(f"{r['stage']:<10} {r['job']:<14} {r['folder']:<{width}} {r['status']:<8} {secs:>9}  {r['basis']}")
+    more = f", and {unknown} job{'s' if unknown > 1 else ''} not yet estimated" if unknown else ""
+    lines += ["", f"left: {len(left)} jobs, about {known:,.0f} s of compute ({known / max(workers, 1):,.0f} s of wall "
+                  f"time on {workers} worker{'s' if workers > 1 else ''}){more}"]
+    return "\n".join(lines)
+
+
+__all__ = ["estimate", "format_plan", "plan_study", "published_means", "status"]

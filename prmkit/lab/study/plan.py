@@ -104,15 +104,16 @@ def format_plan(plan: dict, workers: int) -> str:
     known = sum(r["estimate"] for r in left if r["estimate"] is not None)
     unknown = sum(r["estimate"] is None for r in left)
     width = max([len(r["folder"]) for r in rows] + [6])
-    lines = [f"study {plan['study']} in {plan['root']}: seeds {', '.join(map(str, plan['seeds']))}; {len(rows)} jobs, "
-             f"{len(rows) - len(left)} done", "",
-             f"{'stage':<10} {'job':<14} {'folder':<{width}} {'status':<8} {'seconds':>9}  basis"]
+    head = (f"study {plan['study']} in {plan['root']}: seeds {', '.join(map(str, plan['seeds']))}; {len(rows)} jobs, "
+            f"{len(rows) - len(left)} done")
+    lines = [head, "", f"{'stage':<10} {'job':<14} {'folder':<{width}} {'status':<8} {'seconds':>9}  basis"]
     for r in rows:
         secs = "?" if r["estimate"] is None else f"{r['estimate']:,.0f}"
         lines.append(f"{r['stage']:<10} {r['job']:<14} {r['folder']:<{width}} {r['status']:<8} {secs:>9}  {r['basis']}")
     more = f", and {unknown} job{'s' if unknown > 1 else ''} not yet estimated" if unknown else ""
-    lines += ["", f"left: {len(left)} jobs, about {known:,.0f} s of compute ({known / max(workers, 1):,.0f} s of wall "
-                  f"time on {workers} worker{'s' if workers > 1 else ''}){more}"]
+    tail = (f"left: {len(left)} jobs, about {known:,.0f} s of compute ({known / max(workers, 1):,.0f} s of wall time on "
+            f"{workers} worker{'s' if workers > 1 else ''}){more}")
+    lines += ["", tail]
     return "\n".join(lines)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,6 +23,23 @@ def test_the_study_refuses_the_rule_based_policy_and_unknown_rewards(tmp_path):
         run_study(STUDY, cfg.replace({"policy": "rules"}), [0], tmp_path, progress=False)
     with pytest.raises(ValueError, match="unknown pressure.rewards"):
         run_study(STUDY, cfg.replace({"pressure.rewards": "prm-max"}), [0], tmp_path, progress=False)
+
+
+def test_rl_prompt_counts_key_no_reward_model(tmp_path):
+    """More RL prompts rerun the prompts and the RL runs, never a reward model (issue 27's cache keys)."""
+    from prmkit.lab.study.config import study_preset
+    from prmkit.lab.study.pressure import STUDY
+    from prmkit.lab.study.protocol import Context
+
+    cfg = STUDY.prepare(study_preset("pressure", "quick"), [0])
+    more = cfg.replace({"pressure.rl_problems": cfg.pressure.rl_problems + 8})
+
+    def keys(c):
+        return {job.folder: job.key for _, jobs in STUDY.stages(c, Context(tmp_path, (0,))) for job in jobs}
+
+    before, after = keys(cfg), keys(more)
+    changed = {Path(f).name for f in before if before[f] != after[f]}
+    assert changed == {"prompts"} | {f"rl-{r}" for r in cfg.pressure.rewards}
 
 
 def test_detectors_read_the_oracle():

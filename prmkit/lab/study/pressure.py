@@ -51,9 +51,8 @@ VERSION = 1
 # --- jobs ------------------------------------------------------------------------------------------------
 
 def job_data(out: Path, cfg, seed: int, progress: bool = False, device: str = "auto") -> dict:
-    """The labelled pool and its budget prefixes, the best-of-N pool, the RL prompts and evaluation problems."""
+    """The labelled pool and its budget prefixes, and the best-of-N pool."""
     from prmkit.io import write_records
-    from prmkit.lab.domain import make_problems
     from prmkit.lab.labellers import label
     from prmkit.lab.pools import generate_pool
 
@@ -65,11 +64,21 @@ def job_data(out: Path, cfg, seed: int, progress: bool = False, device: str = "a
     for b in pc.budgets:
         write_records(out / f"train-{b}.jsonl.gz", labelled[:b])
     write_records(out / "bon.jsonl.gz", generate_pool(cfg, seed, "eval", pc.bon_problems, pc.bon_samples, device=device))
+    return {"pool": len(pool), "bon": pc.bon_problems * pc.bon_samples}
+
+
+def job_prompts(out: Path, cfg, seed: int) -> dict:
+    """The RL prompts and evaluation problems: the problems after the labelled pool's (train) and after the
+    best-of-N pool's (eval), so none is one a reward model trained or was measured on."""
+    from prmkit.io import write_records
+    from prmkit.lab.domain import make_problems
+
+    pc = cfg.pressure
     rl = make_problems(cfg.domain, pc.train_problems + pc.rl_problems, seed, "train")[pc.train_problems:]
     held = make_problems(cfg.domain, pc.bon_problems + pc.rl_eval_problems, seed, "eval")[pc.bon_problems:]
     write_records(out / "rl-train.jsonl", rl)
     write_records(out / "rl-eval.jsonl", held)
-    return {"pool": len(pool), "bon": pc.bon_problems * pc.bon_samples, "rl_problems": len(rl)}
+    return {"rl_problems": len(rl), "rl_eval_problems": len(held)}
 
 
 def lab_answer_check(by_text: dict):
@@ -143,7 +152,7 @@ def per_problem(values: list, samples: int) -> list[float]:
     return a.mean(axis=1).tolist()
 
 
-def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, data_dir: str, rm_dirs: dict,
+def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, prompts_dir: str, rm_dirs: dict,
            progress: bool = False, device: str = "auto") -> dict:
     """One GRPO run of the policy against ``reward``; writes ``log.json`` (evaluation records, TRL's log)."""
     import torch
@@ -166,8 +175,8 @@ def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, data_dir: str,
     policy, tokenizer = load_base(base_dir)
     reference, _ = load_base(base_dir)
     policy.train()
-    train = list(read_problems(Path(data_dir) / "rl-train.jsonl"))
-    held = list(read_problems(Path(data_dir) / "rl-eval.jsonl"))
+    train = list(read_problems(Path(prompts_dir) / "rl-train.jsonl"))
+    held = list(read_problems(Path(prompts_dir) / "rl-eval.jsonl"))
     by_text = {p.problem: p for p in [*train, *held]}
     reference.to(dev)
     reward_fn = make_reward(reward, rm_dirs, by_text, dev)
@@ -236,12 +245,23 @@ class Data(Seeded):
 
     base: Base = None
     reads = ("domain", "policy", "labellers", "pressure.train_problems", "pressure.samples_per_problem",
-             "pressure.budgets", "pressure.bon_problems", "pressure.bon_samples", "pressure.rl_problems",
-             "pressure.rl_eval_problems")
+             "pressure.budgets", "pressure.bon_problems", "pressure.bon_samples")
     version = VERSION
 
     def run(self, out: Path) -> dict:
         return job_data(out, self.cfg, self.seed, self.progress, self.device)
+
+
+@dataclass(frozen=True)
+class Prompts(Seeded):
+    """:func:`job_prompts`: the RL prompts, a job of their own so that their counts key no reward model."""
+
+    reads = ("domain", "pressure.train_problems", "pressure.rl_problems", "pressure.bon_problems",
+             "pressure.rl_eval_problems")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        return job_prompts(out, self.cfg, self.seed)
 
 
 @dataclass(frozen=True)
@@ -250,7 +270,7 @@ class RL(Seeded):
 
     reward: str = "prm-min"
     base: Base = None
-    data: Data = None
+    prompts: Prompts = None
     prm: TrainScore = None
     orm: TrainScore = None
     reads = ("pressure.rl", "pressure.rl_eval_samples", "base.max_length")
@@ -258,7 +278,7 @@ class RL(Seeded):
 
     def run(self, out: Path) -> dict:
         rm_dirs = {"prm": self.prm.model_dir, "orm": self.orm.model_dir}
-        return job_rl(out, self.cfg, self.seed, self.reward, self.base.model_dir, self.data.folder, rm_dirs,
+        return job_rl(out, self.cfg, self.seed, self.reward, self.base.model_dir, self.prompts.folder, rm_dirs,
                       self.progress, self.device)
 
 
@@ -273,6 +293,7 @@ def stages(cfg, ctx) -> list:
     base = ctx.base(cfg)
     sizes = {size: ctx.base(sized(cfg, size), f"base-{size}") for size in pc.rm_sizes}
     data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, base, **ctx.how) for s in ctx.seeds}
+    prompts = {s: Prompts(str(ctx.seed_dir(s) / "prompts"), cfg, s, **ctx.how) for s in ctx.seeds}
 
     def rm(s: int, kind: str, budget: int, size: str | None = None) -> TrainScore:
         return TrainScore(str(ctx.seed_dir(s) / rm_name(kind, budget, size)), kind,
@@ -282,13 +303,13 @@ def stages(cfg, ctx) -> list:
     rms = {(s, kind, b, None): rm(s, kind, b) for s in ctx.seeds for b in pc.budgets for kind in ("prm", "orm")}
     rms |= {(s, kind, top, size): rm(s, kind, top, size) for s in ctx.seeds for size in pc.rm_sizes
             for kind in ("prm", "orm")}
-    rl = [RL(str(ctx.seed_dir(s) / f"rl-{reward}"), cfg, s, reward, base, data[s], rms[s, "prm", top, None],
+    rl = [RL(str(ctx.seed_dir(s) / f"rl-{reward}"), cfg, s, reward, base, prompts[s], rms[s, "prm", top, None],
              rms[s, "orm", top, None], **ctx.how) for reward in pc.rewards for s in ctx.seeds]
-    return [("base", [base, *sizes.values()]), ("data", list(data.values())), ("rm", list(rms.values())),
-            ("rl", rl)]
+    return [("base", [base, *sizes.values()]), ("data", [*data.values(), *prompts.values()]),
+            ("rm", list(rms.values())), ("rl", rl)]
 
 
 STUDY = Study(NAME, stages, summarise, write_outputs, prepare, RL_PACKAGES)
 
 
-__all__ = ["REWARDS", "RL", "STUDY", "Data", "job_data", "job_rl", "make_reward", "per_problem"]
+__all__ = ["REWARDS", "RL", "STUDY", "Data", "Prompts", "job_data", "job_prompts", "job_rl", "make_reward", "per_problem"]

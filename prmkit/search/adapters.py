@@ -1,0 +1,74 @@
+"""The world behind a search: any ``prmkit generate`` backend as an :class:`~prmkit.search.core.Expander`, and a
+``prmkit train`` PRM as a :class:`~prmkit.search.core.PrefixScorer`.
+
+One step is the step splitter's step: a backend continues a prefix as far as it samples, and the continuation is
+cut after its first step (the tokens it generated past that are counted: they were paid for). A continuation
+whose first step is its last (the answer step, or the sample ended there) has finished the solution.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from prmkit.search.core import Extension
+
+
+class BackendExpander:
+    """A :class:`~prmkit.generate.backend.Backend` as an expander. ``greedy`` asks are sampled once and the one
+    continuation repeated (a backend samples at its own temperature; give it temperature 0 for true greedy
+    steps)."""
+
+    def __init__(self, backend, step_mode: str = "auto"):
+        self.backend, self.step_mode = backend, step_mode
+
+    def _steps(self, text: str) -> list[str]:
+        from prmkit.steps import split_steps
+
+        fmt = getattr(self.backend, "cfg", None)
+        marker = getattr(fmt, "marker", "") or "" if fmt is not None else ""
+        return split_steps(text, self.step_mode, marker=marker)
+
+    def rollout(self, requests):
+        outs = self.backend.complete_many([(problem, list(prefix), k, 0) for problem, prefix, k in requests])
+        return [[Extension(self._steps(s.text), True, s.tokens or 0) for s in samples] for samples in outs]
+
+    def extend(self, requests):
+        asks = [(problem, list(prefix), 1 if greedy else k, 0) for problem, prefix, k, greedy in requests]
+        out = []
+        for (_, _, k, greedy), samples in zip(requests, self.backend.complete_many(asks), strict=True):
+            exts = []
+            for s in samples:
+                steps = self._steps(s.text)
+                # the first step is the answer, or the sample ended after it (not cut short by max_new_tokens)
+                finished = steps[0].lstrip().startswith("# Answer") if steps else s.finish_reason == "stop"
+                finished = finished or (len(steps) == 1 and s.finish_reason == "stop")
+                exts.append(Extension(steps[:1] or [""], finished, s.tokens or 0))
+            out.append(exts * k if greedy else exts)
+        return out
+
+
+class PRMScorer:
+    """A trained PRM (a ``prmkit train`` folder, or a loaded :class:`~prmkit.score.Scorer`) as a prefix scorer:
+    P(correct) of each step as ``prmkit score`` reads it, and the tokens each prefix took."""
+
+    def __init__(self, model, device=None, batch_size: int = 32):
+        from prmkit.score import Scorer
+
+        self.scorer = model if isinstance(model, Scorer) else Scorer(model, device=device)
+        self.batch_size = batch_size
+
+    def score(self, items):
+        from prmkit.model.formatter import encode
+        from prmkit.model.labels import step_scores as class_scores
+
+        problems, steps = [p.problem for p, _ in items], [list(s) for _, s in items]
+        probs = self.scorer.probabilities(problems, steps, batch_size=self.batch_size)
+        out = []
+        for problem, st, rows in zip(problems, steps, probs):
+            p = np.array([class_scores(list(r), self.scorer.neutral)["p_correct"] for r in rows], dtype=float)
+            tokens = len(encode(self.scorer.tokenizer, problem, st, self.scorer.fmt).input_ids)
+            out.append((p, tokens))
+        return out
+
+
+__all__ = ["BackendExpander", "PRMScorer"]

@@ -1,0 +1,228 @@
+"""PRM-guided search (``prmkit.search``) on a toy world where every number can be worked out by hand or by
+enumeration: the strategies' bookkeeping against brute force, the reference implementations' known faults as
+regression tests, the final picks against ``prmkit.evaluate``, and the adapters on the lab's generator and a
+real tiny PRM."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+
+import numpy as np
+import pytest
+
+from prmkit.schema import Problem
+from prmkit.search import SearchConfig, search
+from prmkit.search.core import Candidate, Extension
+from prmkit.search.strategies import Run, pick
+
+DEPTH = 3
+
+
+def value_of(problem: str, steps: tuple[str, ...]) -> float:
+    """The toy PRM: a fixed pseudo-random P(correct) of a prefix's last step."""
+    digest = hashlib.blake2b("|".join((problem, *steps)).encode(), digest_size=4).digest()
+    return int.from_bytes(digest) / 2 ** 32
+
+
+class Toy:
+    """Child ``j`` of a prefix is the step ``<problem>:<depth>.<j>``; a solution ends at depth 3 with an answer
+    step (its answer ``j % 3``). Greedy steps are child 0. Records every request it gets."""
+
+    def __init__(self, values=value_of):
+        self.requests, self.values = [], values
+
+    def step(self, problem: Problem, depth: int, j: int) -> Extension:
+        if depth == DEPTH - 1:
+            return Extension([f"# Answer\n\n{j % 3}"], True, 2)
+        return Extension([f"{problem.id}:{depth}.{j}"], False, 3)
+
+    def extend(self, requests):
+        self.requests.append(requests)
+        return [[self.step(p, len(prefix), 0 if greedy else j) for j in range(k)] for p, prefix, k, greedy in requests]
+
+    def rollout(self, requests):
+        out = []
+        for p, prefix, k in requests:
+            out.append([Extension([*[f"{p.id}:{d}.{j}" for d in range(len(prefix), DEPTH - 1)],
+                                   f"# Answer\n\n{j % 3}"], True, 5) for j in range(k)])
+        return out
+
+    def score(self, items):
+        return [(np.array([self.values(p.id, tuple(steps[:i + 1])) for i in range(len(steps))]), len(steps))
+                for p, steps in items]
+
+
+PROBLEMS = [Problem(f"problem {i}", answer="1", id=f"p{i}") for i in range(3)]
+
+
+def brute_beam(problem: Problem, toy: Toy, n: int, m: int, how: str = "min") -> list[str]:
+    """Beam search by enumeration: every level's children, the n/m best unfinished kept, to the end."""
+    from prmkit.evaluate.aggregate import aggregate
+
+    def val(steps):
+        return aggregate([toy.values(problem.id, tuple(steps[:i + 1])) for i in range(len(steps))], how)
+
+    level = [[toy.step(problem, 0, j).steps[0]] for j in range(n)]
+    done = []
+    for depth in range(1, DEPTH + 1):
+        ended = [s for s in level if s[-1].startswith("# Answer")]
+        done += ended
+        open_ = sorted((s for s in level if s not in ended), key=val, reverse=True)[: n // m]  # stable, as search's
+        if not open_ or len(done) >= n:
+            break
+        level = [[*s, toy.step(problem, depth, j).steps[0]] for s in open_ for j in range(m)]
+    return max(done, key=val)
+
+
+@pytest.mark.parametrize("n,m,how", [(4, 2, "min"), (6, 3, "product"), (4, 4, "last"), (8, 2, "mean")])
+def test_beam_search_is_beam_search_by_enumeration(n, m, how):
+    toy = Toy()
+    results = search(PROBLEMS, toy, toy, SearchConfig(strategy="beam", n=n, m=m, aggregation=how))
+    for problem, result in zip(PROBLEMS, results):
+        assert result.chosen.steps == brute_beam(problem, toy, n, m, how)
+
+
+def test_keeping_every_prefix_finds_the_best_leaf_of_the_tree():
+    """With n/m no smaller than any level of the tree (the root's n children, then m of each kept one, all kept),
+    beam search is exhaustive: it returns the best leaf of every path."""
+    toy = Toy()
+    n, m = 2, 1  # the tree: 2 first steps, 1 child each: every prefix is kept
+    [result] = search(PROBLEMS[:1], toy, toy, SearchConfig(strategy="beam", n=n, m=m))
+    leaves = [[toy.step(PROBLEMS[0], 0, j).steps[0], toy.step(PROBLEMS[0], 1, 0).steps[0],
+               toy.step(PROBLEMS[0], 2, 0).steps[0]] for j in range(n)]
+    best = max(leaves, key=lambda s: min(value_of("p0", tuple(s[:i + 1])) for i in range(3)))
+    assert result.chosen.steps == best
+
+
+def test_each_problem_gets_its_own_continuations_in_a_shared_batch():
+    """search-and-learn #28: completions of interleaved prompts went to the wrong problems."""
+    toy = Toy()
+    for strategy in ("beam", "dvts", "particles", "best_of_n"):
+        for problem, result in zip(PROBLEMS, search(PROBLEMS, toy, toy, SearchConfig(strategy=strategy, n=4, m=2))):
+            assert all(s.startswith(f"{problem.id}:") for s in result.chosen.steps[:-1]), strategy
+            assert all(t["step"].startswith((f"{problem.id}:", "# Answer")) for t in result.trace), strategy
+    assert any(len({p.id for p, *_ in batch}) == len(PROBLEMS) for batch in toy.requests)  # one batch, every problem
+
+
+def test_lookahead_scores_the_steps_it_looks_ahead():
+    """search-and-learn's beam search generated lookahead steps but scored the prefix without them. Here a
+    first step that looks bad and leads somewhere good is kept only when the look ahead is scored."""
+    def values(problem, steps):
+        if len(steps) == 1:
+            return 0.4 if steps[0].endswith(".0") else 0.6  # child 0 looks worse ...
+        return 0.95 if steps[0].endswith(".0") else 0.1  # ... but its continuations are far better
+
+    toy = Toy(values)
+    plain = search(PROBLEMS[:1], toy, toy, SearchConfig(strategy="beam", n=2, m=2, aggregation="last"))[0]
+    ahead = search(PROBLEMS[:1], toy, toy, SearchConfig(strategy="beam", n=2, m=2, aggregation="last", lookahead=1))[0]
+    assert plain.chosen.steps[0].endswith(".1") and ahead.chosen.steps[0].endswith(".0")
+    assert ahead.cost.prm_calls > plain.cost.prm_calls and ahead.cost.generated_tokens > plain.cost.generated_tokens
+
+
+def test_particles_are_resampled_against_particles_of_their_own_depth(monkeypatch):
+    """its_hub #54: a particle's whole-solution weight was compared with others' partial weights."""
+    seen = []
+    original = Run.resample
+
+    def recording(self, pop, rng, p):
+        seen.append({len(c.steps) for c in pop})
+        return original(self, pop, rng, p)
+
+    monkeypatch.setattr(Run, "resample", recording)
+    toy = Toy()
+    search(PROBLEMS, toy, toy, SearchConfig(strategy="particles", n=6))
+    assert seen and all(len(depths) == 1 for depths in seen)
+
+
+def test_particle_filtering_repeats_under_its_seed():
+    toy = Toy()
+    runs = [[r.record() for r in search(PROBLEMS, toy, toy, SearchConfig(strategy="particles", n=8, seed=s))]
+            for s in (0, 0, 1)]
+    assert runs[0] == runs[1] and runs[0] != runs[2]
+
+
+def test_answers_are_grouped_as_the_grader_groups_them():
+    """its_hub #51/#53: answers were grouped before they were normalised."""
+    cands = [Candidate(["x", "# Answer\n\n\\frac{1}{2}"], [0.5, 0.5], True),
+             Candidate(["y", "# Answer\n\n0.5"], [0.4, 0.4], True),
+             Candidate(["z", "# Answer\n\n3"], [0.8, 0.8], True)]
+    chosen = pick(cands, SearchConfig(strategy="weighted", aggregation="min"))
+    assert chosen is cands[0]  # 1/2 and 0.5 together (0.9) outweigh 3 (0.8)
+    assert pick(cands, SearchConfig(strategy="weighted", vote="max")) is cands[2]
+    assert pick(cands, SearchConfig(strategy="best_of_n")) is cands[2]
+
+
+def test_the_weighted_pick_is_prmkit_evaluate_s_weighted_vote():
+    """At N = M (every sample drawn) ``prmkit.evaluate``'s weighted vote is exact: the same group must win."""
+    from prmkit.evaluate.pool import pool_from_lists
+    from prmkit.evaluate.vote import vote_curve
+
+    rng = np.random.default_rng(0)
+    for _ in range(30):
+        answers = [str(a) for a in rng.integers(0, 4, 6)]
+        scores = rng.random(6)
+        gold = answers[int(rng.integers(6))]
+        cands = [Candidate(["s", f"# Answer\n\n{a}"], [float(x)], True) for a, x in zip(answers, scores)]
+        chosen = pick(cands, SearchConfig(strategy="weighted", aggregation="last"))
+        pool = pool_from_lists([answers], [[a == gold for a in answers]], scores={"w": [list(scores)]})
+        voted = vote_curve(pool, [6], weights=pool.column("w")).per_problem[0, 0]
+        assert voted == float(chosen.steps[-1].endswith(f"\n{gold}"))
+
+
+def test_cost_is_what_the_search_asked_for():
+    toy = Toy()
+    [r] = search(PROBLEMS[:1], toy, toy, SearchConfig(strategy="beam", n=4, m=2))
+    # three rounds of 4 candidates each (the answer step at depth 3): 4 + 4 one-step continuations of 3 tokens,
+    # 4 answer steps of 2; every candidate scored once, reading its whole prefix (the toy counts steps)
+    assert len(r.trace) == 12 and r.cost.generated_tokens == 8 * 3 + 4 * 2
+    assert r.cost.prm_calls == 12 and r.cost.prm_tokens == 4 * (1 + 2 + 3)
+    assert sum(t["kept"] for t in r.trace) == 2 + 2  # n/m kept after each of the first two rounds
+
+
+def test_dvts_keeps_one_prefix_per_subtree():
+    toy = Toy()
+    [r] = search(PROBLEMS[:1], toy, toy, SearchConfig(strategy="dvts", n=6, m=3))
+    first = [t for t in r.trace if t["round"] == 0]
+    assert len(first) == 2  # n/m subtrees
+    kept = [t for t in r.trace if t["kept"]]
+    assert len(kept) == 2 * (DEPTH - 1)  # each subtree keeps one child a round
+    assert {t["parent"] for t in r.trace if t["round"] == 1} == {t["id"] for t in first}
+
+
+def test_bad_settings_are_refused():
+    for bad in ({"strategy": "mcts"}, {"aggregation": "max"}, {"n": 6, "m": 4}, {"final": "vote"}, {"lookahead": -1}):
+        with pytest.raises(ValueError):
+            SearchConfig(**bad)
+
+
+def test_the_lab_generator_and_a_real_prm_search_together(tiny_prm):
+    """The adapters: the lab's rule-based generator continuing prefixes one step at a time, a trained PRM scoring
+    them; every chosen solution ended (with an answer, or where the generator stopped without one), and its steps
+    are ledger steps the oracle rates."""
+    from prmkit.generate.config import GenerateConfig
+    from prmkit.lab.backend import LabBackend
+    from prmkit.lab.config import preset
+    from prmkit.lab.domain import make_problems
+    from prmkit.lab.domains import oracle_labels
+    from prmkit.schema import Solution
+    from prmkit.search.adapters import BackendExpander, PRMScorer
+
+    problems = make_problems(preset("quick").domain, 3, seed=0)
+    expander = BackendExpander(LabBackend(GenerateConfig(backend="lab", model="quick", seed=0)))
+    scorer = PRMScorer(tiny_prm, device="cpu")
+    for strategy in ("beam", "best_of_n", "particles"):
+        results = search(problems, expander, scorer, SearchConfig(strategy=strategy, n=4, m=2, max_depth=12))
+        for problem, r in zip(problems, results):
+            assert r.chosen is not None and r.chosen.finished, strategy
+            assert len(r.chosen.scores) == len(r.chosen.steps)
+            labels = oracle_labels(Solution.from_steps(problem, r.chosen.steps))
+            assert len(labels) == len(r.chosen.steps) and "unparseable step" not in {lab.reason for lab in labels}
+            assert r.cost.prm_calls >= 4 and r.cost.prm_tokens > 0 and r.cost.generated_tokens > 0
+
+
+def test_trace_parents_are_earlier_candidates():
+    toy = Toy()
+    for strategy, n, m in itertools.product(("beam", "dvts", "particles"), (4,), (2,)):
+        [r] = search(PROBLEMS[:1], toy, toy, SearchConfig(strategy=strategy, n=n, m=m))
+        assert all(t["parent"] is None or t["parent"] < t["id"] for t in r.trace), strategy

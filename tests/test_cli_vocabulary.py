@@ -29,8 +29,8 @@ def visible(parser):
 def test_the_command_follows_the_vocabulary(name, parser):
     shown = {s for a in visible(parser) for s in a.option_strings}
     assert not shown & RETIRED, f"{name} shows {shown & RETIRED}"
-    if name != "prmkit generate":  # --n is samples per problem; only generate and the lab's pools take it
-        assert "--n" not in shown or name.startswith("prmkit lab "), name
+    if name not in ("prmkit generate", "prmkit search"):  # --n is samples per problem (search: its budget in
+        assert "--n" not in shown or name.startswith("prmkit lab "), name  # samples); generate and the lab's pools
     for action in parser._actions:
         if not action.option_strings:  # positionals: IN and OUT for the files read and written
             if action.dest in FILES_IN:

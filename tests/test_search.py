@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -226,3 +227,40 @@ def test_trace_parents_are_earlier_candidates():
     for strategy, n, m in itertools.product(("beam", "dvts", "particles"), (4,), (2,)):
         [r] = search(PROBLEMS[:1], toy, toy, SearchConfig(strategy=strategy, n=n, m=m))
         assert all(t["parent"] is None or t["parent"] < t["id"] for t in r.trace), strategy
+
+
+def test_prmkit_search_writes_resumes_and_refuses_another_search(tmp_path, tiny_prm, capsys):
+    from prmkit.cli import main
+    from prmkit.io import write_records
+    from prmkit.lab.config import preset
+    from prmkit.lab.domain import make_problems
+
+    write_records(tmp_path / "problems.jsonl", make_problems(preset("quick").domain, 3, seed=0))
+    argv = ["search", str(tmp_path / "problems.jsonl"), str(tmp_path / "out.jsonl"), "--prm", str(tiny_prm),
+            "--backend", "lab", "--model", "quick", "--strategy", "beam", "--n", "4", "--m", "2", "--chunk", "2",
+            "--no-progress"]
+    assert main(argv) == 0
+    first = json.loads(capsys.readouterr().out)
+    lines = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert first["searched"] == 3 and [r["id"] for r in lines] == ["ledger-eval-0-0", "ledger-eval-0-1", "ledger-eval-0-2"]
+    assert all(r["chosen"]["steps"] and r["cost"]["prm_calls"] > 0 and r["stamp"]["search"]["strategy"] == "beam"
+               for r in lines)
+    assert main(argv) == 0 and json.loads(capsys.readouterr().out)["skipped"] == 3  # resumed: nothing searched again
+    assert main([*argv, "--strategy", "dvts"]) == 2  # another strategy into the same OUT
+    assert "a result of another search (it differs in search)" in capsys.readouterr().err
+
+
+def test_a_step_at_a_time_from_a_model_with_a_stop_string(tmp_path, tiny_lm, tiny_prm, capsys):
+    """The hf backend with the step separator as a stop string writes one step per call; a solution then ends
+    only at its answer step or at max_depth."""
+    from prmkit.cli import main
+
+    (tmp_path / "p.jsonl").write_text(json.dumps({"problem": "1 + 1 =", "answer": "2", "id": "a"}) + "\n")
+    argv = ["search", str(tmp_path / "p.jsonl"), str(tmp_path / "out.jsonl"), "--prm", str(tiny_prm), "--backend",
+            "hf", "--model", str(tiny_lm), "--stop", "\n", "--max-new-tokens", "6", "--strategy", "beam", "--n", "2",
+            "--m", "1", "--max-depth", "3", "--device", "cpu", "--prm-device", "cpu", "--no-progress"]
+    assert main(argv) == 0
+    [record] = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    rounds = max(t["round"] for t in record["trace"]) + 1
+    assert len(record["chosen"]["steps"]) <= 3 and rounds <= 3
+    assert record["cost"]["generated_tokens"] <= 6 * len(record["trace"])

@@ -29,6 +29,7 @@ GROUPS = (
     ("lab", "lab"),
     ("train", "train"),
     ("score", "score"),
+    ("search", "search"),
     ("rl", "rl"),
     ("serve", "serve"),
 )

@@ -29,7 +29,7 @@ Every command spells the same idea the same way:
 | the file a command reads, the file it writes | positional `IN`, then `OUT` | `prmkit select IN OUT`, `prmkit grade IN [OUT]` |
 | a folder it writes | `--out-dir DIR` | `prmkit train prm --out-dir runs/prm`, `prmkit eval bon IN --out-dir runs/eval` |
 | the format of `IN`, of `OUT` | `--from FORMAT`, `--to FORMAT` | `prmkit data stats IN --from prm800k`, `prmkit label export OUT --to prm800k` |
-| samples per problem | `--n N` | `prmkit generate IN OUT --n 64`, `prmkit lab generate OUT --n 8` |
+| samples per problem | `--n N` | `prmkit generate IN OUT --n 64`, `prmkit lab generate OUT --n 8`, `prmkit search IN OUT --n 16` (its budget) |
 | a list of N | `--ns N,N,...` | `prmkit eval bon IN --ns 1,4,16` |
 | how many records to choose | `--count N` | `prmkit select IN OUT --count 500`, `prmkit label push IN --count 1000` |
 | rollouts per step prefix | `--rollouts K` | `prmkit label auto IN OUT --rollouts 8` |

@@ -2,8 +2,9 @@
 ``prmkit train`` PRM as a :class:`~prmkit.search.core.PrefixScorer`.
 
 One step is the step splitter's step: a backend continues a prefix as far as it samples, and the continuation is
-cut after its first step (the tokens it generated past that are counted: they were paid for). A continuation
-whose first step is its last (the answer step, or the sample ended there) has finished the solution.
+cut after its first step (the tokens it generated past that are counted: they were paid for; give a backend the
+step separator as ``--stop`` and it writes one step per call). A continuation whose first step is the answer
+step, or whose sample ended after its first step on its own, has finished the solution.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class BackendExpander:
 
     def __init__(self, backend, step_mode: str = "auto"):
         self.backend, self.step_mode = backend, step_mode
+        self.stops = bool(getattr(getattr(backend, "cfg", None), "stop", None))
 
     def _steps(self, text: str) -> list[str]:
         from prmkit.steps import split_steps
@@ -39,9 +41,12 @@ class BackendExpander:
             exts = []
             for s in samples:
                 steps = self._steps(s.text)
-                # the first step is the answer, or the sample ended after it (not cut short by max_new_tokens)
-                finished = steps[0].lstrip().startswith("# Answer") if steps else s.finish_reason == "stop"
-                finished = finished or (len(steps) == 1 and s.finish_reason == "stop")
+                # the first step is the answer, or the sample ended after it: not cut short by max_new_tokens, nor
+                # by a stop string (a backend given the step separator as --stop writes one step per call, so
+                # there only the answer step ends a solution)
+                ended = s.finish_reason == "stop" and not self.stops
+                finished = steps[0].lstrip().startswith("# Answer") if steps else ended
+                finished = finished or (len(steps) == 1 and ended)
                 exts.append(Extension(steps[:1] or [""], finished, s.tokens or 0))
             out.append(exts * k if greedy else exts)
         return out

@@ -1,0 +1,110 @@
+"""``prmkit search``: search every problem of a file with a generator backend and a PRM, into a JSONL file.
+
+Each output line is one problem's :meth:`~prmkit.search.core.SearchResult.record` (the chosen solution, the
+trace, the cost) with ``stamp``: what the result depends on (the search settings, the backend's identity, the
+PRM's weights). Problems are searched in chunks; each finished chunk is appended to ``.OUT.part``, so a stopped
+run resumes where it stopped, and a rerun with other settings or models is refused rather than mixed in.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from prmkit.generate.config import GenerateConfig
+from prmkit.search.strategies import SearchConfig
+
+GENERATION_ONLY = ("n", "seed", "resume", "shard", "flush_every", "progress")
+"""Generation settings a search sets itself (how many samples, their seed) or has no use for."""
+
+
+@dataclass(frozen=True)
+class SearchRunConfig(SearchConfig):
+    """``prmkit search``: the strategy's settings, the PRM, the generator (``generate``: a ``prmkit generate``
+    config) and how many problems go to the backend at once."""
+
+    prm: str = field(default="", metadata={"help": "the PRM: a folder written by `prmkit train prm`"})
+    prm_device: str = field(default="auto", metadata={"help": "where the PRM runs: auto, cpu or cuda"})
+    chunk: int = field(default=8, metadata={"help": "problems searched together (one batch per round)"})
+    generate: GenerateConfig = field(default_factory=GenerateConfig)
+
+
+def stamp_of(cfg: SearchRunConfig, backend) -> dict:
+    """What a search result depends on: every search setting, the generator's identity, the PRM's weights."""
+    from prmkit.model.identity import weights_digest
+
+    settings = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(SearchConfig)}
+    return {"search": settings, "generator": backend.identity(), "prm": cfg.prm,
+            "prm_weights": weights_digest(cfg.prm)}
+
+
+def problem_key(record: dict) -> str:
+    return record["id"]
+
+
+def search_file(inp: str, out: str, cfg: SearchRunConfig, input_format: str = "prmkit", progress: bool = True) -> dict:
+    """Search every problem of ``inp``; write ``out``; return a summary (problems, seconds, mean cost)."""
+    from tqdm.auto import tqdm
+
+    from prmkit.device import torch_device
+    from prmkit.generate.backend import make_backend, problem_key as key_of
+    from prmkit.generate.run import read_problem_file
+    from prmkit.io import append_partial, finished_lines, merge_partial, output_keys
+    from prmkit.search.adapters import BackendExpander, PRMScorer
+    from prmkit.search.strategies import search
+
+    if not cfg.prm:
+        raise ValueError("prmkit search needs --prm (a PRM folder written by `prmkit train prm`)")
+    problems = read_problem_file(inp, input_format)
+    backend = make_backend(dataclasses.replace(cfg.generate, seed=cfg.seed))
+    stamp = stamp_of(cfg, backend)
+    out_path = Path(out)
+    part = out_path.with_name(f".{out_path.name}.part")
+    check_stamps([out_path, part], stamp)
+    done = output_keys(out_path, problem_key) | finished_lines(part, problem_key)
+    todo = [p for p in problems if key_of(p) not in done]
+    expander = BackendExpander(backend, cfg.generate.steps)
+    scorer = PRMScorer(cfg.prm, device=str(torch_device(cfg.prm_device)))
+    totals = {"generated_tokens": 0, "prm_calls": 0, "prm_tokens": 0}
+    start = time.perf_counter()
+    with append_partial(part) as f, tqdm(total=len(problems), initial=len(problems) - len(todo), unit="problem",
+                                         desc=f"search ({cfg.strategy})", disable=not progress) as bar:
+        for s in range(0, len(todo), cfg.chunk):
+            chunk = todo[s:s + cfg.chunk]
+            for problem, result in zip(chunk, search(chunk, expander, scorer, cfg)):
+                f.write(json.dumps({"id": key_of(problem), **result.record(), "stamp": stamp}) + "\n")
+                for k in totals:
+                    totals[k] += getattr(result.cost, k)
+            f.flush()
+            bar.update(len(chunk))
+            bar.set_postfix(tokens_per_s=f"{totals['generated_tokens'] / (time.perf_counter() - start):.0f}")
+    merge_partial(out_path, part, problem_key, inputs=[inp])
+    backend.close()
+    searched = max(len(todo), 1)
+    return {"problems": len(problems), "searched": len(todo), "skipped": len(problems) - len(todo),
+            "seconds": round(time.perf_counter() - start, 2), "strategy": cfg.strategy,
+            **{f"mean_{k}": round(v / searched, 1) for k, v in totals.items()}}
+
+
+def check_stamps(paths: list[Path], stamp: dict) -> None:
+    """Refuse an output (or its partial file) that holds results of another search, naming what differs."""
+    for path in paths:
+        if not path.exists():
+            continue
+        from prmkit.io import open_text
+
+        with open_text(path) as f:
+            for number, line in enumerate(f, 1):
+                if not line.strip() or not line.endswith("\n"):
+                    continue
+                theirs = json.loads(line).get("stamp")
+                if theirs != json.loads(json.dumps(stamp)):
+                    differ = sorted(k for k in {*stamp, *(theirs or {})} if (theirs or {}).get(k) != stamp.get(k))
+                    raise ValueError(f"{path}, line {number}: a result of another search (it differs in "
+                                     f"{', '.join(differ) or 'its stamp'}): write to another OUT, or delete it")
+
+
+__all__ = ["GENERATION_ONLY", "SearchRunConfig", "check_stamps", "search_file", "stamp_of"]

@@ -50,7 +50,8 @@ def search_file(inp: str, out: str, cfg: SearchRunConfig, input_format: str = "p
     from tqdm.auto import tqdm
 
     from prmkit.device import torch_device
-    from prmkit.generate.backend import make_backend, problem_key as key_of
+    from prmkit.generate.backend import make_backend
+    from prmkit.generate.backend import problem_key as key_of
     from prmkit.generate.run import read_problem_file
     from prmkit.io import append_partial, finished_lines, merge_partial, output_keys
     from prmkit.search.adapters import BackendExpander, PRMScorer

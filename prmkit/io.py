@@ -73,9 +73,14 @@ def open_text(path: str | os.PathLike, mode: str = "rt") -> TextIO:
     return open(path, mode, encoding="utf-8")
 
 
+READ_BUFFER = 1 << 22
+"""Bytes read at a time: a released pool's lines run to megabytes (one problem's 1,860 solutions), and reading
+them through the default 8 KiB buffer took twice as long (measured on 753 MiB of them)."""
+
+
 def open_binary(path: str | os.PathLike):
     """Open a file for reading bytes, through gzip when the name ends in ``.gz``."""
-    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb")
+    return gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb", buffering=READ_BUFFER)
 
 
 def text_lines(path: str | os.PathLike) -> Iterator[tuple[int, str]]:

@@ -382,6 +382,21 @@ def kernel_moves_table(record: dict, top: int = 8) -> str:
     return markdown(["seed", "pool", "number at N", first, second, "difference (points)"], rows)
 
 
+def kernel_ensembles_table(record: dict) -> str:
+    """The float-kernel rule's reading (``scripts/kernel_restarts.py``, ``rule``): per ensemble size (1: the restart
+    the protocol chose), each model's best-of-N difference between the two runs, and whether all are within the
+    tolerance; then the size the rule chooses."""
+    rule = record["rule"]
+    models = list(record["models"])
+    rows = [[size if size != "1" else "1 (the protocol's choice)", *(f"{d[m]:.1f}" for m in models), "yes" if max(d.values()) <= rule["tolerance"] else "no"]
+            for size, d in rule["differences"].items()]
+    chosen = rule["chosen_size"]
+    verdict = (f"the smallest size with every model within {rule['tolerance']:.0f} points: {chosen}" if chosen
+               else f"no size puts every model within {rule['tolerance']:.0f} points")
+    return markdown(["restarts averaged", *(f"{m}: difference (points)" for m in models), "all within"], rows) + \
+        f"\n\nThe rule's reading: {verdict}."
+
+
 def kernel_restarts_table(record: dict) -> str:
     """Each reward model's restarts in two runs of one seed (``scripts/kernel_restarts.py``): every restart's
     best-of-N, the one the protocol chose, the restarts' ensemble, and the two runs' differences."""
@@ -441,6 +456,7 @@ TABLES = {
     **{f"real-pool-{name}": _real_pool(name) for name in ("qwen25math", "gsm8k")},
     "recipe-rule": recipe_rule_table,
     "kernel-restarts": kernel_restarts_table,
+    "kernel-ensembles": kernel_ensembles_table,
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
 }
 """Every generated table, by the name a doc's marker uses."""

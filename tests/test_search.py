@@ -130,10 +130,16 @@ def test_particles_are_resampled_against_particles_of_their_own_depth(monkeypatc
         seen.append({len(c.steps) for c in pop})
         return original(self, pop, rng, p)
 
+    class Early(Toy):  # odd children end at once, with an answer: particles finish at every depth
+        def step(self, problem, depth, j):
+            return Extension([f"# Answer\n\n{j}"], True, 2) if j % 2 else super().step(problem, depth, j)
+
     monkeypatch.setattr(Run, "resample", recording)
-    toy = Toy()
-    search(PROBLEMS, toy, toy, SearchConfig(strategy="particles", n=6))
-    assert seen and all(len(depths) == 1 for depths in seen)
+    toy = Early()
+    results = search(PROBLEMS, toy, toy, SearchConfig(strategy="particles", n=6))
+    ended = {len(t["step"]) and t["round"] for r in results for t in r.trace if t["finished"]}
+    assert len(ended) > 1  # solutions ended at several depths ...
+    assert seen and all(len(depths) == 1 for depths in seen)  # ... and each resampling saw one depth
 
 
 def test_particle_filtering_repeats_under_its_seed():

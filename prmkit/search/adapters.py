@@ -26,9 +26,9 @@ class BackendExpander:
     def _steps(self, text: str) -> list[str]:
         from prmkit.steps import split_steps
 
-        fmt = getattr(self.backend, "cfg", None)
-        marker = getattr(fmt, "marker", "") or "" if fmt is not None else ""
-        return split_steps(text, self.step_mode, marker=marker)
+        cfg = getattr(self.backend, "cfg", None)
+        return split_steps(text, self.step_mode, separator=getattr(cfg, "step_separator", "") or "",
+                           marker=getattr(cfg, "marker", "") or "")
 
     def rollout(self, requests):
         outs = self.backend.complete_many([(problem, list(prefix), k, 0) for problem, prefix, k in requests])
@@ -45,9 +45,9 @@ class BackendExpander:
                 # by a stop string (a backend given the step separator as --stop writes one step per call, so
                 # there only the answer step ends a solution)
                 ended = s.finish_reason == "stop" and not self.stops
-                finished = steps[0].lstrip().startswith("# Answer") if steps else ended
+                finished = steps[0].lstrip().startswith("# Answer") if steps else True  # nothing more: it ended
                 finished = finished or (len(steps) == 1 and ended)
-                exts.append(Extension(steps[:1] or [""], finished, s.tokens or 0))
+                exts.append(Extension(steps[:1], finished, s.tokens or 0))
             out.append(exts * k if greedy else exts)
         return out
 

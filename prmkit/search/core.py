@@ -63,19 +63,22 @@ class Cost:
 @dataclass
 class Candidate:
     """A partial or whole solution in a search: its steps, the PRM's P(correct) of each, whether it ended, its
-    id in the problem's trace and its parent's (None for a first step)."""
+    id in the problem's trace and its parent's (None for a first step), and whether the PRM truncated it (scored
+    fewer steps than it has: it cannot be judged)."""
 
     steps: list[str]
     scores: list[float] = field(default_factory=list)
     finished: bool = False
     id: int = -1
     parent: int | None = None
+    truncated: bool = False
 
 
 @dataclass
 class SearchResult:
-    """One problem's search: the chosen solution (None when nothing finished), every candidate made (the
-    trace, each with the round it was made in and whether it was kept), and the cost."""
+    """One problem's search: the chosen solution (one that ended where any did, else the best unfinished one;
+    None only when nothing was made), every candidate made (the trace, each with the round it was made in and
+    whether it was kept), and the cost."""
 
     problem: Problem
     chosen: Candidate | None
@@ -85,7 +88,7 @@ class SearchResult:
     def record(self) -> dict:
         """The result as a JSON record."""
         chosen = None if self.chosen is None else {"steps": self.chosen.steps, "scores": self.chosen.scores,
-                                                    "id": self.chosen.id}
+                                                    "id": self.chosen.id, "finished": self.chosen.finished}
         return {"problem": self.problem.problem, "answer": self.problem.answer, "chosen": chosen,
                 "trace": self.trace, "cost": vars(self.cost)}
 

@@ -33,15 +33,18 @@ class SearchRunConfig(SearchConfig):
 
 
 def stamp_of(cfg: SearchRunConfig, backend) -> dict:
-    """What a search result depends on: every search setting, the generator's identity, the PRM's weights."""
+    """What a search result depends on: every search setting, what one step is, the generator's identity, the PRM's
+    weights."""
     from prmkit.model.identity import weights_digest
 
     settings = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(SearchConfig)}
-    return {"search": settings, "generator": backend.identity(), "prm": cfg.prm,
+    steps = {"steps": cfg.generate.steps, "step_separator": cfg.generate.step_separator}  # what one step is
+    return {"search": settings, "steps": steps, "generator": backend.identity(), "prm": cfg.prm,
             "prm_weights": weights_digest(cfg.prm)}
 
 
-def problem_key(record: dict) -> str:
+def record_id(record: dict) -> str:
+    """The problem an output line answers (its key, :func:`prmkit.generate.backend.problem_key`)."""
     return record["id"]
 
 
@@ -50,8 +53,7 @@ def search_file(inp: str, out: str, cfg: SearchRunConfig, input_format: str = "p
     from tqdm.auto import tqdm
 
     from prmkit.device import torch_device
-    from prmkit.generate.backend import make_backend
-    from prmkit.generate.backend import problem_key as key_of
+    from prmkit.generate.backend import make_backend, problem_key
     from prmkit.generate.run import read_problem_file
     from prmkit.io import append_partial, finished_lines, merge_partial, output_keys
     from prmkit.search.adapters import BackendExpander, PRMScorer
@@ -65,25 +67,27 @@ def search_file(inp: str, out: str, cfg: SearchRunConfig, input_format: str = "p
     out_path = Path(out)
     part = out_path.with_name(f".{out_path.name}.part")
     check_stamps([out_path, part], stamp)
-    done = output_keys(out_path, problem_key) | finished_lines(part, problem_key)
-    todo = [p for p in problems if key_of(p) not in done]
+    done = output_keys(out_path, record_id) | finished_lines(part, record_id)
+    todo = [p for p in problems if problem_key(p) not in done]
     expander = BackendExpander(backend, cfg.generate.steps)
     scorer = PRMScorer(cfg.prm, device=str(torch_device(cfg.prm_device)))
     totals = {"generated_tokens": 0, "prm_calls": 0, "prm_tokens": 0}
     start = time.perf_counter()
-    with append_partial(part) as f, tqdm(total=len(problems), initial=len(problems) - len(todo), unit="problem",
-                                         desc=f"search ({cfg.strategy})", disable=not progress) as bar:
-        for s in range(0, len(todo), cfg.chunk):
-            chunk = todo[s:s + cfg.chunk]
-            for problem, result in zip(chunk, search(chunk, expander, scorer, cfg)):
-                f.write(json.dumps({"id": key_of(problem), **result.record(), "stamp": stamp}) + "\n")
-                for k in totals:
-                    totals[k] += getattr(result.cost, k)
-            f.flush()
-            bar.update(len(chunk))
-            bar.set_postfix(tokens_per_s=f"{totals['generated_tokens'] / (time.perf_counter() - start):.0f}")
-    merge_partial(out_path, part, problem_key, inputs=[inp])
-    backend.close()
+    try:
+        with append_partial(part) as f, tqdm(total=len(problems), initial=len(problems) - len(todo), unit="problem",
+                                             desc=f"search ({cfg.strategy})", disable=not progress) as bar:
+            for s in range(0, len(todo), cfg.chunk):
+                chunk = todo[s:s + cfg.chunk]
+                for problem, result in zip(chunk, search(chunk, expander, scorer, cfg)):
+                    f.write(json.dumps({"id": problem_key(problem), **result.record(), "stamp": stamp}) + "\n")
+                    for k in totals:
+                        totals[k] += getattr(result.cost, k)
+                f.flush()
+                bar.update(len(chunk))
+                bar.set_postfix(tokens_per_s=f"{totals['generated_tokens'] / (time.perf_counter() - start):.0f}")
+    finally:
+        backend.close()
+    merge_partial(out_path, part, record_id, inputs=[inp])
     searched = max(len(todo), 1)
     return {"problems": len(problems), "searched": len(todo), "skipped": len(problems) - len(todo),
             "seconds": round(time.perf_counter() - start, 2), "strategy": cfg.strategy,

@@ -21,12 +21,14 @@ trace records every candidate (its parent, round, step, whether it was kept) and
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
+from prmkit.generate.backend import problem_key, sample_seed
 from prmkit.schema import Problem
 from prmkit.search.core import Candidate, SearchResult, Tracker
 
@@ -85,33 +87,43 @@ class Run:
     # --- the batched calls -----------------------------------------------------------------------------
 
     def extend(self, asks: list[tuple[int, Candidate, int]], round_: int, greedy: bool = False) -> list[tuple[int, Candidate]]:
-        """Each ``(problem, parent, k)``: ``k`` children, scored. Parents asked twice are asked once for the
-        sum (a backend seeds sample ``j`` of a prefix alike, so two asks would return the same samples)."""
-        merged: dict[tuple[int, int], list] = {}
+        """Each ``(problem, parent, k)``: ``k`` children, scored, in the order asked. Parents with the same steps
+        are asked once for the sum: a backend seeds sample ``j`` of a prefix by its text, so two asks would grow
+        the same children; the samples are then dealt out to the parents in order."""
+        merged: dict[tuple[int, tuple[str, ...]], list] = {}
         for p, parent, k in asks:
-            merged.setdefault((p, id(parent)), [p, parent, 0])[2] += k
-        order = list(merged.values())
-        outs = self.expander.extend([(self.problems[p], parent.steps, k, greedy) for p, parent, k in order])
-        children = []
-        for (p, parent, k), exts in zip(order, outs, strict=True):
-            if len(exts) != k:
-                raise ValueError(f"the expander returned {len(exts)} continuations for a request of {k}")
-            for ext in exts:
-                child = Candidate([*parent.steps, *ext.steps], list(parent.scores), ext.finished,
-                                  parent=parent.id if parent.id >= 0 else None)
-                children.append((p, self.tracker.made(p, child, round_, ext.tokens)))
+            merged.setdefault((p, tuple(parent.steps)), []).append((parent, k))
+        order = list(merged.items())
+        outs = self.expander.extend([(self.problems[p], list(steps), sum(k for _, k in group), greedy)
+                                     for (p, steps), group in order])
+        made: dict[int, list[Candidate]] = {}
+        for ((p, _), group), exts in zip(order, outs, strict=True):
+            if len(exts) != sum(k for _, k in group):
+                raise ValueError(f"the expander returned {len(exts)} continuations for a request of "
+                                 f"{sum(k for _, k in group)}")
+            dealt = iter(exts)
+            for parent, k in group:
+                for ext in itertools.islice(dealt, k):
+                    child = Candidate([*parent.steps, *ext.steps], list(parent.scores), ext.finished,
+                                      parent=parent.id if parent.id >= 0 else None)
+                    made.setdefault(id(parent), []).append(self.tracker.made(p, child, round_, ext.tokens))
+        children = [(p, made[id(parent)].pop(0)) for p, parent, k in asks for _ in range(k)]
         self.score(children)
         return children
 
     def score(self, cands: list[tuple[int, Candidate]]) -> None:
-        """The PRM's P(correct) of every step of each candidate's prefix."""
+        """The PRM's P(correct) of every step of each candidate's prefix. A prefix the PRM truncated (it scored
+        fewer steps than it has) is marked: it cannot be judged, and ranks last."""
         outs = self.scorer.score([(self.problems[p], c.steps) for p, c in cands])
         for (p, c), (probs, tokens) in zip(cands, outs, strict=True):
             c.scores = [float(x) for x in probs]
+            c.truncated = len(c.scores) < len(c.steps)
+            if c.truncated:
+                self.tracker.trace[p][c.id]["truncated"] = True
             self.tracker.scored(p, tokens)
 
     def value(self, c: Candidate) -> float:
-        return aggregate(c.scores, self.cfg.aggregation) if c.scores else float("-inf")
+        return value_of(c, self.cfg.aggregation)
 
     def ranked(self, cands: list[tuple[int, Candidate]], round_: int) -> list[tuple[int, Candidate, float]]:
         """Each candidate with the value it is ranked by: its own score, or with ``lookahead`` k its score
@@ -168,7 +180,9 @@ class Run:
                 tips.append((p, best))
 
     def particles(self) -> None:
-        rngs = [np.random.default_rng([self.cfg.seed, p]) for p in range(len(self.problems))]
+        # each problem's own stream, by its key: a problem resamples alike whatever else is searched beside it
+        rngs = [np.random.default_rng(sample_seed(self.cfg.seed, "particles", [problem_key(q)], 0))
+                for q in self.problems]
         alive = {p: [Candidate([])] * self.cfg.n for p in range(len(self.problems))}
         for depth in range(self.cfg.max_depth):
             asks = [(p, c, 1) for p, pop in alive.items() for c in pop]
@@ -200,7 +214,7 @@ class Run:
 
     def resample(self, pop: list[Candidate], rng, p: int) -> list[Candidate]:
         """``len(pop)`` particles drawn from ``pop`` (all of one depth) in proportion to their newest step's score."""
-        w = np.array([c.scores[-1] if c.scores else 0.0 for c in pop], dtype=float)
+        w = np.array([c.scores[-1] if c.scores and not c.truncated else 0.0 for c in pop], dtype=float)
         w = np.full(len(pop), 1.0 / len(pop)) if w.sum() <= 0 else w / w.sum()
         drawn = [pop[i] for i in rng.choice(len(pop), size=len(pop), p=w)]
         for c in {id(c): c for c in drawn}.values():
@@ -220,7 +234,7 @@ def pick(cands: list[Candidate], cfg: SearchConfig, grouper=None) -> Candidate |
         return None
 
     def value(c: Candidate) -> float:
-        return aggregate(c.scores, cfg.aggregation) if c.scores else float("-inf")
+        return value_of(c, cfg.aggregation)
 
     if cfg.final_pick == "best":
         return max(ended, key=value)
@@ -238,6 +252,11 @@ def pick(cands: list[Candidate], cfg: SearchConfig, grouper=None) -> Candidate |
     return max((ended[i] for i, g in zip(voters, groups) if g == winner), key=value)
 
 
+def value_of(c: Candidate, how: str) -> float:
+    """A candidate's score: its steps' P(correct) aggregated; -inf when the PRM scored none or not all of them."""
+    return aggregate(c.scores, how) if c.scores and not c.truncated else float("-inf")
+
+
 def answer_of(c: Candidate) -> str | None:
     """The final answer a candidate wrote (its ``# Answer`` step), or None."""
     from prmkit.grade import extract_answer
@@ -252,4 +271,4 @@ def default_grouper():
     return answer_grouper("grader")
 
 
-__all__ = ["STRATEGIES", "Run", "SearchConfig", "answer_of", "pick", "search"]
+__all__ = ["STRATEGIES", "Run", "SearchConfig", "answer_of", "pick", "search", "value_of"]

@@ -35,8 +35,13 @@ def test_a_run_resumed_gives_the_weights_and_the_evaluations_of_one_run(problems
     from transformers import AutoModelForCausalLM
 
     assert rl(problems, tiny_lm, tiny_prm, tmp_path / "once", "--steps", "4") == 0
-    assert rl(problems, tiny_lm, tiny_prm, tmp_path / "twice", "--steps", "2") == 0
-    assert rl(problems, tiny_lm, tiny_prm, tmp_path / "twice", "--steps", "4") == 0  # extends from checkpoint 2
+    assert rl(problems, tiny_lm, tiny_prm, tmp_path / "twice", "--steps", "3", "--save-every", "1") == 0
+    metrics = tmp_path / "twice" / "metrics.jsonl"
+    assert [json.loads(line)["step"] for line in metrics.read_text().splitlines()] == [0, 2, 3]
+    with open(metrics, "a") as f:
+        f.write('{"step": 4, "pro')  # a line a kill cut short
+    assert rl(problems, tiny_lm, tiny_prm, tmp_path / "twice", "--steps", "4") == 0  # extends from checkpoint 3
+    assert rl(problems, tiny_lm, tiny_prm, tmp_path / "twice", "--steps", "2") == 2  # cut back: refused
     once, twice = (load_file(tmp_path / r / "policy" / "model.safetensors") for r in ("once", "twice"))
     assert all(torch.equal(once[k], twice[k]) for k in once)
     assert any(not torch.equal(a, b) for a, b in zip(
@@ -47,7 +52,7 @@ def test_a_run_resumed_gives_the_weights_and_the_evaluations_of_one_run(problems
     assert [{k: v for k, v in m.items() if k != "seconds"} for m in metrics[0]] == \
            [{k: v for k, v in m.items() if k != "seconds"} for m in metrics[1]]
     summary = json.loads((tmp_path / "twice" / "summary.json").read_text())
-    assert summary["kind"] == "rl" and summary["resumed_from"].endswith("checkpoint-2")
+    assert summary["kind"] == "rl" and summary["resumed_from"].endswith("checkpoint-3")
     assert [h["step"] for h in summary["history"]] == [1, 2, 3, 4]  # TRL's log, kept across the resume
     assert summary["records"][0]["gold"] == 0.0 and summary["stack"]["trl"] != "absent"
     page = (tmp_path / "twice" / "report.html").read_text()

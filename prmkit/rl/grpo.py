@@ -151,9 +151,9 @@ def sequence_logprobs(model, prompt_ids: list[list[int]], completion_ids: list[l
 
 
 def eval_callback(hook, every: int, last: int, done: set[int] = frozenset()):
-    """A ``transformers.TrainerCallback`` calling ``hook(step, model)`` before the first optimiser step (of a
-    resumed run: at its checkpoint's step), every ``every`` steps and after the last (step ``last``), except at
-    the steps in ``done`` (measured before a resume); what the hook returns is kept in ``.records``."""
+    """A ``transformers.TrainerCallback`` calling ``hook(step, model)`` before the first optimiser step, every
+    ``every`` steps and after the last (step ``last``), except at the steps in ``done`` (measured before a
+    resume); what the hook returns is kept in ``.records``."""
     import transformers
 
     class _Callback(transformers.TrainerCallback):
@@ -166,7 +166,8 @@ def eval_callback(hook, every: int, last: int, done: set[int] = frozenset()):
                 self.records.append(hook(step, model))
 
         def on_train_begin(self, args, state, control, model=None, **kw):
-            self._at(state.global_step, model)
+            if state.global_step == 0:  # a resumed run measured its checkpoint's step before it was saved
+                self._at(0, model)
 
         def on_step_end(self, args, state, control, model=None, **kw):
             if (every and state.global_step % every == 0) or state.global_step == last:

@@ -96,7 +96,10 @@ def check_resume(out: Path, identity: dict) -> None:
     path = out / "run.json"
     if not path.is_file():
         return
-    theirs = json.loads(path.read_text())["identity"]
+    theirs = json.loads(path.read_text()).get("identity")
+    if not isinstance(theirs, dict):
+        raise ValueError(f"{path}: no 'identity' (not a prmkit rl run folder, or a damaged one): choose another "
+                         f"--out-dir, or delete {out}")
     if theirs != identity:
         ours = {**identity.pop("settings"), **identity}
         theirs = {**theirs.pop("settings"), **theirs}
@@ -190,13 +193,21 @@ class Evaluation:
         return record
 
 
-def kept_records(metrics: Path, upto: int) -> list[dict]:
-    """The evaluations a resumed run keeps: those at or before its checkpoint's step (later ones are measured
-    again, from the same weights); the file is rewritten to hold only them."""
+def kept_records(metrics: Path, upto: int, every: int) -> list[dict]:
+    """The evaluations a resumed run keeps: those at or before its checkpoint's step and on the ``every``-step grid
+    (a finished run's evaluation after its last step is off the grid when it is extended; later ones are measured
+    again, from the same weights). A line a kill cut short is dropped. The file is rewritten to hold the kept."""
     if not metrics.is_file():
         return []
-    records = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
-    kept = [r for r in records if r["step"] <= upto]
+    records = []
+    for number, line in enumerate(metrics.read_text().splitlines(keepends=True), 1):
+        if not line.endswith("\n"):
+            break  # torn by a kill while it was written
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{metrics}, line {number}: not an evaluation record ({e.msg})") from None
+    kept = [r for r in records if r["step"] <= upto and (r["step"] == 0 or (every and r["step"] % every == 0))]
     metrics.write_text("".join(json.dumps(r) + "\n" for r in kept))
     return kept
 
@@ -222,7 +233,10 @@ def run_rl(cfg: RunConfig, problems_path: str, out_dir: str, command: str = "", 
     (out / "run.json").write_text(json.dumps({"identity": identity}, indent=1) + "\n")
     resume = last_checkpoint(out / "trl")
     done_step = int(Path(resume).name.split("-")[1]) if resume else 0
-    kept = kept_records(out / "metrics.jsonl", done_step)
+    if done_step > cfg.steps:
+        raise ValueError(f"{out} has trained {done_step} steps, more than --steps {cfg.steps}: a run can be extended, "
+                         "not cut back (choose another --out-dir)")
+    kept = kept_records(out / "metrics.jsonl", done_step, cfg.eval_every)
     device = str(torch_device(cfg.device))
     torch.manual_seed(cfg.seed)
     policy = AutoModelForCausalLM.from_pretrained(cfg.policy)

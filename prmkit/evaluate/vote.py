@@ -204,19 +204,18 @@ def vote_curves(pool: Pool, ns: list[int], weights: dict[str, np.ndarray | None]
     used = np.zeros(len(ns), dtype=np.int64)
 
     def one(n: int):
-        done = _one_n(slots, pool.n_problems, m_pad, n, target_se, min_rounds, max_rounds, np.random.default_rng([seed, n]))
-        if progress is not None:
-            progress.update(len(weights))
-        return done
+        return _one_n(slots, pool.n_problems, m_pad, n, target_se, min_rounds, max_rounds, np.random.default_rng([seed, n]))
 
     # each N on its own stream, so they run side by side (numpy's sorts and draws release the GIL) and give
     # the numbers they give one after another; largest first, as they take longest
     order = sorted(range(len(ns)), key=lambda j: -ns[j])
-    with ThreadPoolExecutor(max_workers=min(len(ns), os.cpu_count() or 1)) as pool_:
-        for j, (means, errors, rounds) in zip(order, pool_.map(one, [ns[j] for j in order])):
+    with ThreadPoolExecutor(max_workers=max(1, min(len(ns), len(os.sched_getaffinity(0))))) as executor:
+        for j, (means, errors, rounds) in zip(order, executor.map(one, [ns[j] for j in order])):
             used[j] = rounds
             for k in weights:
                 out[k][:, j], se[k][j] = means[k], errors[k]
+            if progress is not None:
+                progress.update(len(weights))
     return {k: VoteEstimate(out[k], se[k], used.copy()) for k in weights}
 
 

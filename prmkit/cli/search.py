@@ -41,7 +41,8 @@ def register(subparsers) -> None:
     p.add_argument("--progress", action="store_true", default=True, help="show a progress bar")
     add_settings(p)
     add_config_arguments(p, SearchRunConfig, skip=("generate",))
-    add_config_arguments(p, GenerateConfig, skip=GENERATION_ONLY)
+    add_config_arguments(p.add_argument_group("generator (as prmkit generate; in a recipe or --set: generate.NAME)"),
+                         GenerateConfig, skip=GENERATION_ONLY)
     p.set_defaults(func=run)
 
 

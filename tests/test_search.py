@@ -252,6 +252,11 @@ def test_prmkit_search_writes_resumes_and_refuses_another_search(tmp_path, tiny_
     assert all(r["chosen"]["steps"] and r["cost"]["prm_calls"] > 0 and r["stamp"]["search"]["strategy"] == "beam"
                for r in lines)
     assert main(argv) == 0 and json.loads(capsys.readouterr().out)["skipped"] == 3  # resumed: nothing searched again
+    out = tmp_path / "out.jsonl"  # a run stopped after its first chunk: its partial file holds two results
+    (tmp_path / ".out.jsonl.part").write_text("".join(line + "\n" for line in out.read_text().splitlines()[:2]))
+    out.unlink()
+    assert main(argv) == 0 and json.loads(capsys.readouterr().out)["searched"] == 1
+    assert [json.loads(line) for line in out.read_text().splitlines()] == lines  # the same results, in order
     assert main([*argv, "--strategy", "dvts"]) == 2  # another strategy into the same OUT
     assert "a result of another search (it differs in search)" in capsys.readouterr().err
 

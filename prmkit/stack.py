@@ -40,7 +40,7 @@ def source_commit() -> dict[str, str | bool] | None:
     """
     import subprocess
 
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[1]  # prmkit/stack.py: the checkout holds prmkit/
     try:
         commit = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()

@@ -49,7 +49,7 @@ def weights_digest(folder: str | os.PathLike) -> str | None:
         stat = path.stat()
         stamp = [stat.st_size, stat.st_mtime_ns]
         entry = cache.get(rel)
-        digest = entry[1] if entry and entry[0] == stamp else _file_digest(path)
+        digest = entry[1] if entry and entry[0] == stamp else file_digest(path)
         fresh[rel] = [stamp, digest]
         total.update(f"{rel}\0{digest}\n".encode())
     if fresh != cache:
@@ -72,7 +72,8 @@ def _is_model_file(name: str) -> bool:
             or (name.startswith("tokenizer") and name.endswith(".json")))
 
 
-def _file_digest(path: Path) -> str:
+def file_digest(path: str | os.PathLike) -> str:
+    """The sha256 of a file's bytes (hex), read a megabyte at a time."""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
@@ -97,4 +98,4 @@ def _write_cache(root: Path, cache: dict) -> None:
         pass
 
 
-__all__ = ["weights_digest"]
+__all__ = ["file_digest", "weights_digest"]

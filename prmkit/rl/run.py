@@ -25,7 +25,6 @@ held out of training for the evaluations.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -72,23 +71,14 @@ class RunConfig(RLConfig):
         return RLConfig(**{k: v for k, v in dataclasses.asdict(self).items() if k in names})
 
 
-def file_digest(path: str | Path) -> str:
-    """A 16-hex digest of a file's bytes."""
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()[:16]
-
-
 def run_identity(cfg: RunConfig, problems: str) -> dict:
     """What a run's outputs depend on: every setting but :data:`RUN_ONLY`, the policy's and the reward model's
     weights, the problem file."""
-    from prmkit.model.identity import weights_digest
+    from prmkit.model.identity import file_digest, weights_digest
 
     settings = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in RUN_ONLY}
     return {"settings": settings, "policy_weights": weights_digest(cfg.policy),
-            "reward_weights": weights_digest(cfg.reward), "problems": file_digest(problems)}
+            "reward_weights": weights_digest(cfg.reward), "problems": file_digest(problems)[:16]}
 
 
 def check_resume(out: Path, identity: dict) -> None:
@@ -98,7 +88,7 @@ def check_resume(out: Path, identity: dict) -> None:
         return
     theirs = json.loads(path.read_text()).get("identity")
     if not isinstance(theirs, dict):
-        raise ValueError(f"{path}: no 'identity' (not a prmkit rl run folder, or a damaged one): choose another "
+        raise ValueError(f"{path}: no 'identity' (not a prmkit rl run folder, or a damaged one): choose another "  # noqa: TRY004  (bad input: the CLI's user error)
                          f"--out-dir, or delete {out}")
     if theirs != identity:
         ours = {**identity.pop("settings"), **identity}

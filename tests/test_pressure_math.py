@@ -300,3 +300,23 @@ def test_where_peak_takes_the_first_maximum_and_skips_nan():
     assert where_peak([0, 1, 2], [np.nan, 0.2, 0.1]) == (1.0, 0.2)
     with pytest.raises(ValueError):
         where_peak([0, 1], [np.nan, np.nan])
+
+
+def test_the_rl_fits_peak_interval_counts_fits_without_a_peak():
+    """A fit without a peak is a peak at infinity in the interval (as best-of-N's is), so a gold curve that
+    peaks on some resamples only reads as unbounded, never as a finite interval of the lucky resamples."""
+    from prmkit.lab.study.pressure_pages import peak_reading
+    from prmkit.lab.study.pressure_summary import rl_fit
+
+    rng = np.random.default_rng(0)
+    sqrt_kl = np.tile(np.linspace(0, 2, 6), (2, 1))  # [seeds, evaluations]
+    flat = rng.binomial(1, 0.3, size=(2, 6, 24)).astype(float)  # gold with no trend: half the fits peak
+    fit = rl_fit(sqrt_kl, flat, n_boot=200)
+    assert 0.05 < fit["no_peak_frac"] < 0.95
+    assert fit["peak_d_ci"][1] == float("inf")
+    assert peak_reading(fit, 2.0).startswith("undetermined")
+    rises = np.stack([np.stack([rng.binomial(1, p, 24) for p in (0.1, 0.3, 0.5, 0.6, 0.3, 0.1)])
+                      for _ in range(2)]).astype(float)  # rises then falls inside the range
+    fit = rl_fit(sqrt_kl, rises, n_boot=200)
+    assert fit["no_peak_frac"] == 0 and fit["peak_d_ci"][1] < 2.0
+    assert peak_reading(fit, 2.0).startswith("peaks at")

@@ -247,7 +247,7 @@ def bootstrap_fit(d, units, form: str, n_boot: int = 1000, seed: int = 0, level:
     coef = np.linalg.pinv(_features(d, form)) @ means.T  # the same least squares, all resamples at once
     peaks = np.array([gao_peak(a, b, form)[0] for a, b in coef.T])
     tail = (1 - level) / 2 * 100
-    peak_ci = _percentiles_with_inf(peaks, tail)
+    peak_ci = percentiles_with_inf(peaks, tail)
     return point | {
         "alpha_ci": tuple(np.percentile(coef[0], [tail, 100 - tail]).tolist()),
         "beta_ci": tuple(np.percentile(coef[1], [tail, 100 - tail]).tolist()),
@@ -258,7 +258,7 @@ def bootstrap_fit(d, units, form: str, n_boot: int = 1000, seed: int = 0, level:
     }
 
 
-def _percentiles_with_inf(x: np.ndarray, tail: float) -> tuple[float, float]:
+def percentiles_with_inf(x: np.ndarray, tail: float) -> tuple[float, float]:
     """Linear-interpolated (tail, 100 - tail) percentiles where +inf is allowed.
 
     numpy interpolates inf - inf into NaN, so inf stands in as the largest float and any percentile

@@ -31,12 +31,55 @@ def _interval(lo_hi) -> str:
     return f"[{_num(lo_hi[0])}, {_num(lo_hi[1])}]"
 
 
+NO_PEAK_TAIL = 0.025
+"""The share of bootstrap fits without a peak above which a 95% interval of the peak is unbounded."""
+
+
+def peak_interval(fit: dict) -> tuple[float, float]:
+    """The 95% interval of a fit's peak (sqrt(KL)), a fit without a peak counted as a peak at infinity. Older RL
+    summaries give the interval of the fits with a peak alone; read from them, the ends are widened to what
+    ``no_peak_frac`` implies, never narrowed.
+
+    >>> peak_interval({"peak_d_ci": [0.2, 1.2], "no_peak_frac": 0.1})
+    (0.2, inf)
+    >>> peak_interval({"peak_d_ci": [None, None], "no_peak_frac": 1.0})
+    (inf, inf)
+    """
+    lo, hi = (math.inf if x is None else float(x) for x in fit["peak_d_ci"])
+    frac = fit.get("no_peak_frac", 0.0)
+    return (math.inf if frac >= 1 - NO_PEAK_TAIL else lo), (math.inf if frac > NO_PEAK_TAIL else hi)
+
+
+def peak_reading(fit: dict, d_max: float) -> str:
+    """A fitted peak stated no more strongly than its interval: inside the measured range ``[0, d_max]`` only
+    when the whole 95% interval is; "no peak in range" only when the whole interval lies beyond it; else
+    undetermined, with the interval and the share of bootstrap fits that have a peak at all.
+
+    >>> peak_reading({"peak_d": 0.45, "peak_d_ci": [0.2, 1.2], "no_peak_frac": 0.01}, 2.0)
+    'peaks at 0.45 [0.20, 1.20] (99% of fits have a peak)'
+    >>> peak_reading({"peak_d": math.inf, "peak_d_ci": [1.6, math.inf], "no_peak_frac": 0.5}, 2.57)
+    'undetermined: no peak in the point fit, 95% CI [1.60, unbounded] (50% of fits have a peak)'
+    >>> peak_reading({"peak_d": 9.0, "peak_d_ci": [3.0, math.inf], "no_peak_frac": 0.3}, 2.57)
+    'no peak up to 2.57 (70% of fits have a peak, all beyond it)'
+    """
+    lo, hi = peak_interval(fit)
+    share = f"{100 * (1 - fit.get('no_peak_frac', 0.0)):.0f}% of fits have a peak"
+    ends = f"[{_num(lo)}, {'unbounded' if math.isinf(hi) else _num(hi)}]"
+    if hi <= d_max:
+        return f"peaks at {_num(fit['peak_d'])} {ends} ({share})"
+    if lo > d_max:
+        return f"no peak up to {_num(d_max)} ({share}, all beyond it)"
+    point = "no peak in the point fit" if math.isinf(fit["peak_d"]) else f"peak at {_num(fit['peak_d'])}"
+    return f"undetermined: {point}, 95% CI {ends} ({share})"
+
+
 def bon_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """Best-of-N per budget and reward model: gold at N=1, its peak, at the largest N, and the fit."""
     b = summary["bon"]
     n_max = b["n"][-1]
     header = ["labels", "reward model", "ranked by", "gold at N=1", "peak gold (at N)", f"gold at N={n_max:,}",
-              f"step-valid at N={n_max:,}", "alpha [95% CI]", "beta [95% CI]", "fitted peak sqrt(KL)"]
+              f"step-valid at N={n_max:,}", "alpha [95% CI]", "beta [95% CI]",
+              f"fitted peak sqrt(KL) [95% CI], measured up to {_num(b['sqrt_kl'][-1])}"]
     top = max(int(x) for x in b["budgets"])
     pairs = [(int(budget), "base size", models) for budget, models in b["budgets"].items()]
     pairs += [(top, size, models) for size, models in b.get("sizes", {}).items()]
@@ -47,14 +90,15 @@ def bon_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
             rows.append([f"{budget:,}", size, NAMES.get(column, column), percent(m["gold_at_1"]),
                          f"{percent(m['peak_gold'])} ({m['peak_n']:,})", interval(m["gold"][-1]), interval(m["valid"][-1]),
                          f"{_num(f['alpha'], 3)} {_interval(f['alpha_ci'])}", f"{_num(f['beta'], 3)} {_interval(f['beta_ci'])}",
-                         _num(f["peak_d"])])
+                         peak_reading(f, b["sqrt_kl"][-1])])
     return header, rows
 
 
 def rl_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """RL per reward: gold at the start, its peak, at the end, the paired change, where proxy and gold part."""
     header = ["reward", "gold at start", "peak gold (step)", "gold at end", "end minus start [95% CI]",
-              "sqrt(KL) at end", "proxy start → end", "proxy and gold part at step", "alpha [95% CI]", "beta [95% CI]"]
+              "sqrt(KL) at end", "proxy start → end", "proxy and gold part at step", "alpha [95% CI]", "beta [95% CI]",
+              "fitted peak sqrt(KL) [95% CI]"]
     rows = []
     for reward, r in summary["rl"].items():
         m = r["mean"]
@@ -63,7 +107,8 @@ def rl_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
                      interval(r["gold_change"], signed=True), _num(r["sqrt_kl"][-1]),
                      f"{_num(m['proxy'][0], 3)} → {_num(m['proxy'][-1], 3)}",
                      "never" if r["hacked_at"] is None else str(r["hacked_at"]),
-                     f"{_num(f['alpha'], 3)} {_interval(f['alpha_ci'])}", f"{_num(f['beta'], 3)} {_interval(f['beta_ci'])}"])
+                     f"{_num(f['alpha'], 3)} {_interval(f['alpha_ci'])}", f"{_num(f['beta'], 3)} {_interval(f['beta_ci'])}",
+                     peak_reading(f, max(r["sqrt_kl"]))])
     return header, rows
 
 
@@ -118,10 +163,15 @@ def findings(summary: dict) -> str:
     bon = summary["bon"]["budgets"][str(max(int(b) for b in summary["bon"]["budgets"]))]
     prm, orm = bon.get("prm_min"), bon.get("orm")
     n_max = summary["bon"]["n"][-1]
+    d_max = summary["bon"]["sqrt_kl"][-1]
     if prm and orm:
         parts.append(f"Best-of-N up to N = {n_max:,}: the PRM (min) peaks at {percent(prm['peak_gold'])}% (N = {prm['peak_n']:,}) "
-                     f"and ends at {percent(prm['gold_at_max_n'])}%; the ORM peaks at {percent(orm['peak_gold'])}% "
-                     f"(N = {orm['peak_n']:,}) and ends at {percent(orm['gold_at_max_n'])}%.")
+                     f"and ends at {interval(prm['gold'][-1])}%; the ORM peaks at {percent(orm['peak_gold'])}% "
+                     f"(N = {orm['peak_n']:,}) and ends at {interval(orm['gold'][-1])}% (measured means; the fits over "
+                     f"sqrt(KL) up to {_num(d_max)}: PRM {peak_reading(prm['fit'], d_max)}; ORM "
+                     f"{peak_reading(orm['fit'], d_max)}).")
+    if prm and orm and "gold_per_seed" in prm:  # summaries since 2026-12-06
+        parts.append(per_seed_sentence(summary["seeds"], summary["bon"]["n"], {"PRM (min)": prm, "ORM": orm}))
     for size, models in summary["bon"].get("sizes", {}).items():
         p, o = models["prm_min"], models["orm"]
         parts.append(f"The {size} reward models peak at {percent(p['peak_gold'])}% (PRM, N = {p['peak_n']:,}) and "
@@ -132,8 +182,25 @@ def findings(summary: dict) -> str:
                    else "gold did not move beyond noise")
         part = ("proxy and gold never parted" if r["hacked_at"] is None
                 else f"proxy and gold parted at step {r['hacked_at']}")
-        parts.append(f"RL against {reward}: {verdict} ({interval(change, signed=True)} points); {part}.")
+        parts.append(f"RL against {reward}: {verdict} ({interval(change, signed=True)} points); {part}; the fit over "
+                     f"sqrt(KL) {peak_reading(r['fit'], max(r['sqrt_kl']))}.")
     return " ".join(parts)
+
+
+def per_seed_sentence(seeds: list, ns: list[int], models: dict) -> str:
+    """Each seed's best-of-N gold at N = 1, its peak (at N) and at the largest N, per model: whether a pooled
+    peak is every seed's or one seed's.
+
+    >>> per_seed_sentence([10, 11], [1, 2, 4], {"ORM": {"gold_per_seed": [[0.1, 0.3, 0.2], [0.1, 0.1, 0.0]]}})
+    'Per seed (gold at N = 1 / peak (N) / at N = 4): ORM: seed 10 10.0 / 30.0 (2) / 20.0, seed 11 10.0 / 10.0 (1) / 0.0.'
+    """
+    def one(curve):
+        peak = int(np.argmax(curve))
+        return f"{percent(curve[0])} / {percent(curve[peak])} ({ns[peak]:,}) / {percent(curve[-1])}"
+
+    per_model = [f"{name}: " + ", ".join(f"seed {s} {one(c)}" for s, c in zip(seeds, m["gold_per_seed"]))
+                 for name, m in models.items()]
+    return f"Per seed (gold at N = 1 / peak (N) / at N = {ns[-1]:,}): " + "; ".join(per_model) + "."
 
 
 def plot(summary: dict, path: Path) -> str:
@@ -150,6 +217,8 @@ def plot(summary: dict, path: Path) -> str:
         axes[0, 0].plot(d, gold, "o-", color=f"C{i}", label=NAMES.get(column, column), ms=3)
         axes[0, 0].fill_between(d, lo_hi[:, 0], lo_hi[:, 1], color=f"C{i}", alpha=0.12)
         axes[0, 1].plot(d, [100 * c["mean"] for c in m["proxy"]], "o-", color=f"C{i}", ms=3)
+        for seed_curve in m.get("gold_per_seed", []) if column in ("prm_min", "orm") else []:
+            axes[0, 0].plot(d, 100 * np.asarray(seed_curve), "-", color=f"C{i}", lw=0.6, alpha=0.5)  # each seed
     for size, models in b.get("sizes", {}).items():
         for i, column in enumerate(("prm_min", "orm")):
             axes[0, 0].plot(d, [100 * c["mean"] for c in models[column]["gold"]], "--", color="0.3" if i else "0.6",

@@ -83,6 +83,7 @@ def pair_summary(per_seed: list[dict], ns: list[int]) -> dict:
             **{m: [mean_ci(curves[m][:, :, i], n_boot=500) for i in range(len(ns))] for m in curves},
             "fit": bootstrap_fit(d, units, "bon", n_boot=500, seed=0), "peak_n": ns[peak],
             "peak_gold": float(mean[peak]), "gold_at_max_n": float(mean[-1]), "gold_at_1": float(mean[0]),
+            "gold_per_seed": curves["gold"].mean(axis=1).tolist(),  # [seed, N]: a peak of one seed shows as such
             "proxy_gain": float(curves["proxy"][..., -1].mean() - curves["proxy"][..., 0].mean()),
             "gold_gain": float(mean[-1] - mean[0])}
     return models
@@ -146,7 +147,7 @@ def rl_fit(sqrt_kl: np.ndarray, gold: np.ndarray, n_boot: int = 500, seed: int =
     """Gao's RL form on every (seed, evaluation) point, gain relative to each seed's start; 95% intervals by
     resampling each seed's evaluation problems (the same draw for all of that seed's evaluations: one
     problem's samples move together along training)."""
-    from prmkit.evaluate.pressure import fit_gao
+    from prmkit.evaluate.pressure import fit_gao, percentiles_with_inf
 
     d = sqrt_kl.reshape(-1)
 
@@ -161,9 +162,9 @@ def rl_fit(sqrt_kl: np.ndarray, gold: np.ndarray, n_boot: int = 500, seed: int =
              for _ in range(n_boot)]
     ci = {k: [float(np.nanquantile([b[k] for b in boots], q)) for q in (0.025, 0.975)] for k in ("alpha", "beta")}
     peaks = np.array([b["peak_d"] for b in boots], dtype=float)
-    finite = peaks[np.isfinite(peaks)]
-    return {**point, "alpha_ci": ci["alpha"], "beta_ci": ci["beta"],
-            "peak_d_ci": [float(np.quantile(finite, q)) for q in (0.025, 0.975)] if finite.size else [None, None],
+    # a fit without a peak counts as a peak at infinity, as best-of-N's bootstrap_fit counts it (before
+    # 2026-12-06 the interval was of the fits with a peak alone, which reads narrower than it is)
+    return {**point, "alpha_ci": ci["alpha"], "beta_ci": ci["beta"], "peak_d_ci": list(percentiles_with_inf(peaks, 2.5)),
             "no_peak_frac": float(np.mean(~np.isfinite(peaks)))}
 
 

@@ -114,3 +114,35 @@ def test_quick_pressure_study_end_to_end(tmp_path):
     again = run_study(STUDY, cfg, [0], tmp_path, jobs=1, progress=False, log=lambda *_: None)
     assert all(t.get("ran", 0) == 0 for t in again["timings"].values())
     assert json.dumps(again["rl"]) == json.dumps(summary["rl"])  # (a detector with no case yet is NaN)
+
+
+def test_a_reward_model_that_ranks_no_better_than_chance_is_not_optimised_against(tmp_path):
+    """Issue 34 item 2: each proxy is checked on the policy's held-out samples before RL; a failing one is
+    reported with its check and no RL run is made against it."""
+    import dataclasses
+
+    from prmkit.io import write_records
+    from prmkit.lab import generate_pool, preset
+    from prmkit.lab.study.config import study_preset
+    from prmkit.lab.study.pressure import job_rl, rm_check
+    from prmkit.lab.study.pressure_pages import findings
+    from prmkit.lab.study.pressure_summary import rl_summary
+
+    pool = generate_pool(preset("quick"), seed=4, split="eval", problems=12, samples=16)
+    rng = np.random.default_rng(0)
+    for s in pool:
+        right = s.grade == "correct"
+        s.scores = {"prm_min": float(right) + rng.normal(0, 0.3), "orm": float(not right) + rng.normal(0, 0.3)}
+    write_records(tmp_path / "scored-bon.jsonl.gz", pool)
+    checks = {kind: rm_check(tmp_path / "scored-bon.jsonl.gz", kind) for kind in ("prm", "orm")}
+    assert checks["prm"]["passes"] and checks["prm"]["ci95"][0] > 0.5 and checks["prm"]["problems"] >= 3
+    assert not checks["orm"]["passes"] and checks["orm"]["auroc"] < 0.5
+    out = tmp_path / "seed-0" / "rl-orm"
+    out.mkdir(parents=True)
+    cfg = study_preset("pressure", "quick")
+    assert job_rl(out, cfg, 0, "orm", "no-policy", "no-prompts", {}, checks=checks) == {"skipped": True}
+    pc = dataclasses.replace(cfg.pressure, rewards=("orm",))
+    rl, skipped = rl_summary(pc, [0], tmp_path)
+    assert rl == {} and skipped["orm"]["0"]["check"] == checks["orm"]
+    summary = {"bon": {"budgets": {"200": {}}, "n": [1], "sqrt_kl": [0.0]}, "rl": rl, "rl_skipped": skipped, "seeds": [0]}
+    assert "RL against orm was not run on seed(s) 0" in findings(summary)

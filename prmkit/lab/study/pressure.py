@@ -38,7 +38,7 @@ from prmkit.stack import RL_PACKAGES
 from prmkit.lab.study.core import with_restarts
 from prmkit.lab.study.pressure_pages import write_outputs
 from prmkit.lab.study.pressure_summary import rm_name, summarise
-from prmkit.lab.study.protocol import Base, Seeded, Study, TrainScore
+from prmkit.lab.study.protocol import Base, Seeded, Study, TrainScore, sampler
 
 NAME = "pressure"
 REWARDS = {"orm": ("orm", "last", 0.0), "prm-min": ("prm", "min", 0.0), "prm-product": ("prm", "product", 0.0),
@@ -46,6 +46,8 @@ REWARDS = {"orm": ("orm", "last", 0.0), "prm-min": ("prm", "min", 0.0), "prm-pro
 """RL rewards: (reward model, credit rule, weight of the final-answer check added to it)."""
 VERSION = 1
 """Bumped when a job's output format changes, so stale folders are recomputed."""
+RL_VERSION = 2
+"""The RL job's: 2 checks its reward model first (2026-12-06)."""
 
 
 # --- jobs ------------------------------------------------------------------------------------------------
@@ -152,9 +154,27 @@ def per_problem(values: list, samples: int) -> list[float]:
     return a.mean(axis=1).tolist()
 
 
+CHECK_COLUMNS = {"prm": "prm_min", "orm": "orm"}
+"""The solution score each kind of reward model is checked by (the lab's PRM score; the ORM's only one)."""
+
+
+def rm_check(scored_bon: str | Path, kind: str) -> dict:
+    """Whether a reward model is informative before anything is optimised against it: its ranking of the
+    policy's own held-out samples (the seed's best-of-N pool, graded by the oracle) against chance
+    (:func:`~prmkit.lab.study.pressure_measure.ranking_check`)."""
+    from prmkit.io import read_solutions
+    from prmkit.lab.study.pressure_measure import ranking_check
+
+    solutions = list(read_solutions(scored_bon))
+    column = CHECK_COLUMNS[kind]
+    return {"score": column, **ranking_check(solutions, [s.scores.get(column, np.nan) for s in solutions])}
+
+
 def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, prompts_dir: str, rm_dirs: dict,
-           progress: bool = False, device: str = "auto") -> dict:
-    """One GRPO run of the policy against ``reward``; writes ``log.json`` (evaluation records, TRL's log)."""
+           progress: bool = False, device: str = "auto", checks: dict | None = None) -> dict:
+    """One GRPO run of the policy against ``reward``; writes ``log.json`` (evaluation records, TRL's log).
+    A reward whose model fails its check (``checks``: kind -> :func:`rm_check`) is not optimised against:
+    ``log.json`` says so and holds the check."""
     import torch
 
     from prmkit.device import torch_device
@@ -166,6 +186,13 @@ def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, prompts_dir: s
     from prmkit.rl.grpo import train_grpo
     from prmkit.rl.reward import PRMReward
 
+    kind = REWARDS[reward][0]
+    check = (checks or {}).get(kind)
+    if check is not None and not check["passes"]:
+        log = {"reward": reward, "skipped": f"its {kind.upper()} ranks the policy's samples no better than chance",
+               "check": check}
+        (out / "log.json").write_text(json.dumps(log, indent=1) + "\n")
+        return {"skipped": True}
     init_worker()
     dev = str(torch_device(device))
     pc = cfg.pressure
@@ -190,7 +217,7 @@ def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, prompts_dir: s
     seconds = round(time.perf_counter() - start, 1)
     examples = worst(held, pc.rl_eval_samples, probe.last)
     log = {"reward": reward, "records": records, "history": trl_rows(history), "seconds": seconds,
-           "examples": examples}
+           "examples": examples, "check": check}
     (out / "log.json").write_text(json.dumps(log, indent=1, default=float) + "\n")
     return {"seconds": seconds, "final_gold": records[-1]["gold"], "final_proxy": records[-1]["proxy"]}
 
@@ -229,8 +256,9 @@ def study_rm(cfg):
 def check_config(cfg) -> None:
     """The settings the study's design needs: the base model as the policy, untempered RL, known rewards."""
     pc = cfg.pressure
-    if cfg.policy != "lm":
-        raise ValueError("the pressure study optimises the lab's base model: run it with policy=lm")
+    if cfg.policy not in ("lm", "sft"):
+        raise ValueError("the pressure study optimises a lab model: run it with policy=lm (the base) or policy=sft "
+                         "(the base fine-tuned by expert iteration)")
     if pc.rl.temperature != 1.0:
         raise ValueError("pressure.rl.temperature must be 1: the KL estimate reads the policy's own distribution, "
                          "which a tempered sampler does not draw from")
@@ -241,7 +269,7 @@ def check_config(cfg) -> None:
 
 @dataclass(frozen=True)
 class Data(Seeded):
-    """:func:`job_data`: the pools, sampled by ``base`` (the policy)."""
+    """:func:`job_data`: the pools, sampled by ``base`` (the policy: the base model, or the fine-tuned one)."""
 
     base: Base = None
     reads = ("domain", "policy", "labellers", "pressure.train_problems", "pressure.samples_per_problem",
@@ -266,20 +294,23 @@ class Prompts(Seeded):
 
 @dataclass(frozen=True)
 class RL(Seeded):
-    """:func:`job_rl`: GRPO of the base against ``reward``, from the reward models at the largest budget."""
+    """:func:`job_rl`: GRPO of the policy (``base``: the base model, or the fine-tuned one) against ``reward``,
+    from the reward models at the largest budget."""
 
     reward: str = "prm-min"
     base: Base = None
     prompts: Prompts = None
     prm: TrainScore = None
     orm: TrainScore = None
-    reads = ("pressure.rl", "pressure.rl_eval_samples", "base.max_length")
-    version = VERSION
+    reads = ("pressure.rl", "pressure.rl_eval_samples", "base.max_length")  # the policy is keyed as ``base``
+    version = RL_VERSION
 
     def run(self, out: Path) -> dict:
         rm_dirs = {"prm": self.prm.model_dir, "orm": self.orm.model_dir}
+        checks = {kind: rm_check(Path(job.folder) / "scored-bon.jsonl.gz", kind)
+                  for kind, job in (("prm", self.prm), ("orm", self.orm))}
         return job_rl(out, self.cfg, self.seed, self.reward, self.base.model_dir, self.prompts.folder, rm_dirs,
-                      self.progress, self.device)
+                      self.progress, self.device, checks)
 
 
 def prepare(cfg, seeds: list[int]):
@@ -291,8 +322,9 @@ def stages(cfg, ctx) -> list:
     """The bases (the policy's and one per extra reward-model size), data, the reward models, the RL runs."""
     pc, top = cfg.pressure, max(cfg.pressure.budgets)
     base = ctx.base(cfg)
+    policy = sampler(cfg, base)
     sizes = {size: ctx.base(sized(cfg, size), f"base-{size}") for size in pc.rm_sizes}
-    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, base, **ctx.how) for s in ctx.seeds}
+    data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, policy, **ctx.how) for s in ctx.seeds}
     prompts = {s: Prompts(str(ctx.seed_dir(s) / "prompts"), cfg, s, **ctx.how) for s in ctx.seeds}
 
     def rm(s: int, kind: str, budget: int, size: str | None = None) -> TrainScore:
@@ -303,13 +335,15 @@ def stages(cfg, ctx) -> list:
     rms = {(s, kind, b, None): rm(s, kind, b) for s in ctx.seeds for b in pc.budgets for kind in ("prm", "orm")}
     rms |= {(s, kind, top, size): rm(s, kind, top, size) for s in ctx.seeds for size in pc.rm_sizes
             for kind in ("prm", "orm")}
-    rl = [RL(str(ctx.seed_dir(s) / f"rl-{reward}"), cfg, s, reward, base, prompts[s], rms[s, "prm", top, None],
+    rl = [RL(str(ctx.seed_dir(s) / f"rl-{reward}"), cfg, s, reward, policy, prompts[s], rms[s, "prm", top, None],
              rms[s, "orm", top, None], **ctx.how) for reward in pc.rewards for s in ctx.seeds]
-    return [("base", [base, *sizes.values()]), ("data", [*data.values(), *prompts.values()]),
+    policies = [policy] if policy is not base else []
+    return [("base", [base, *sizes.values(), *policies]), ("data", [*data.values(), *prompts.values()]),
             ("rm", list(rms.values())), ("rl", rl)]
 
 
 STUDY = Study(NAME, stages, summarise, write_outputs, prepare, RL_PACKAGES)
 
 
-__all__ = ["REWARDS", "RL", "STUDY", "Data", "Prompts", "job_data", "job_prompts", "job_rl", "make_reward", "per_problem"]
+__all__ = ["CHECK_COLUMNS", "REWARDS", "RL", "STUDY", "Data", "Prompts", "job_data", "job_prompts", "job_rl", "make_reward",
+           "per_problem", "rm_check"]

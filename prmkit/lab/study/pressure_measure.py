@@ -7,6 +7,8 @@
 - :func:`bon_curves`: best-of-N of a scored pool as optimisation pressure: the chosen sample's gold,
   step validity and proxy score at every N, against sqrt(KL_bon) (:mod:`prmkit.evaluate.pressure`).
 - :func:`worst_cases`: the highest-proxy samples that are wrong, for the report.
+- :func:`ranking_check`: whether a reward model ranks the policy's samples of a problem better than chance
+  (the check a proxy passes before anything is optimised against it).
 
 >>> from prmkit.schema import Problem
 >>> p = Problem("Start at 12.\\nA + 2\\nWhat is the final value?", answer="14")
@@ -98,6 +100,42 @@ def bon_curves(solutions, scores: dict[str, np.ndarray], ns: list[int]) -> dict:
     return out
 
 
+CHECK_BOOT = 1000
+"""Bootstrap resamples (over problems) of :func:`ranking_check`'s interval."""
+
+
+def ranking_check(solutions, scores, n_boot: int = CHECK_BOOT, seed: int = 0) -> dict:
+    """How well ``scores`` rank each problem's samples by the oracle's answer grade: per problem with both a right
+    and a wrong sample, the AUROC of right over wrong (the chance a right sample outranks a wrong one, ties half);
+    their mean with a 95% bootstrap interval over those problems. ``passes``: the interval lies above 0.5
+    (better than chance at what best-of-N and RL ask of it).
+
+    >>> from prmkit.schema import Problem, Solution
+    >>> p = Problem("Start at 1.\\nA + 1\\nWhat is the final value?", answer="2", id="p")
+    >>> sols = [Solution.from_steps(p, [f"# Answer\\n\\n{a}"]) for a in (2, 3, 2, 3)]
+    >>> for s, a in zip(sols, (2, 3, 2, 3)): s.grade = "correct" if a == 2 else "incorrect"
+    >>> ranking_check(sols, [0.9, 0.1, 0.8, 0.2], n_boot=10)["auroc"], ranking_check(sols, [0.1, 0.9, 0.2, 0.8])["passes"]
+    (1.0, False)
+    """
+    from prmkit.lab.study.core import grouped
+
+    scores = np.asarray(scores, dtype=float)
+    per_problem = []
+    for g in grouped(solutions):
+        right = np.array([solutions[i].grade == "correct" for i in g])
+        if right.any() and not right.all():
+            s = scores[g]
+            a, b = s[right][:, None], s[~right][None, :]
+            per_problem.append(float(np.mean((a > b) + 0.5 * (a == b))))
+    if not per_problem:
+        return {"auroc": None, "ci95": [None, None], "problems": 0, "passes": False}
+    values = np.asarray(per_problem)
+    rng = np.random.default_rng(seed)
+    boots = values[rng.integers(0, values.size, (n_boot, values.size))].mean(axis=1)
+    lo, hi = (float(x) for x in np.quantile(boots, [0.025, 0.975]))
+    return {"auroc": float(values.mean()), "ci95": [lo, hi], "problems": int(values.size), "passes": lo > 0.5}
+
+
 def worst_cases(problems, step_lists, proxy, k: int = 3) -> list[dict]:
     """The ``k`` highest-proxy samples whose answer is wrong, with the oracle's first wrong step."""
     rows = oracle_rows(problems, step_lists)
@@ -110,4 +148,4 @@ def worst_cases(problems, step_lists, proxy, k: int = 3) -> list[dict]:
     return out
 
 
-__all__ = ["bon_curves", "detectors", "oracle_rows", "powers_of_two", "worst_cases"]
+__all__ = ["CHECK_BOOT", "bon_curves", "detectors", "oracle_rows", "powers_of_two", "ranking_check", "worst_cases"]

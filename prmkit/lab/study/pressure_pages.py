@@ -176,6 +176,10 @@ def findings(summary: dict) -> str:
         p, o = models["prm_min"], models["orm"]
         parts.append(f"The {size} reward models peak at {percent(p['peak_gold'])}% (PRM, N = {p['peak_n']:,}) and "
                      f"{percent(o['peak_gold'])}% (ORM, N = {o['peak_n']:,}).")
+    for reward, per_seed in summary.get("rl_skipped", {}).items():
+        parts.append(f"RL against {reward} was not run on seed(s) {', '.join(per_seed)}: " + "; ".join(
+            f"{v['why']} (AUROC {_num(v['check']['auroc'], 3)} {_interval(v['check']['ci95'])})" for v in per_seed.values())
+            + ".")
     for reward, r in summary["rl"].items():
         change = r["gold_change"]
         verdict = ("gold rose" if change["ci95"][0] > 0 else "gold fell" if change["ci95"][1] < 0

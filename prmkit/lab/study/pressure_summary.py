@@ -30,8 +30,10 @@ HACK_MARGIN = 0.03
 
 def summarise(cfg, seeds: list[int], root: Path) -> dict:
     pc = cfg.pressure
-    return {"study": "pressure", "preset": cfg.name, "seeds": list(seeds), "config": _config(pc),
-            "rm_steps": cfg.rm.max_steps, "restarts": cfg.rm.restarts, "bon": bon_summary(pc, seeds, root), "rl": rl_summary(pc, seeds, root),
+    rl, skipped = rl_summary(pc, seeds, root)
+    return {"study": "pressure", "preset": cfg.name, "policy": cfg.policy, "seeds": list(seeds), "config": _config(pc),
+            "rm_steps": cfg.rm.max_steps, "restarts": cfg.rm.restarts, "bon": bon_summary(pc, seeds, root), "rl": rl,
+            "rl_skipped": skipped,
             "bon_pool": f"{pc.bon_problems} problems x {pc.bon_samples} samples per seed",
             "rl_eval": f"{pc.rl_eval_problems} problems x {pc.rl_eval_samples} samples per seed and evaluation"}
 
@@ -114,12 +116,19 @@ def column(solutions, name: str, where: Path) -> np.ndarray:
 
 # --- RL ------------------------------------------------------------------------------------------------
 
-def rl_summary(pc, seeds: list[int], root: Path) -> dict:
-    out = {}
+def rl_summary(pc, seeds: list[int], root: Path) -> tuple[dict, dict]:
+    """Per reward, :func:`reward_summary` of the seeds whose run went ahead; and per reward, each seed whose
+    reward model failed its check (the run was not made), with the check."""
+    out, skipped_all = {}, {}
     for reward in pc.rewards:
-        logs = [json.loads((root / f"seed-{s}" / f"rl-{reward}" / "log.json").read_text()) for s in seeds]
-        out[reward] = reward_summary(logs)
-    return out
+        logs = {s: json.loads((root / f"seed-{s}" / f"rl-{reward}" / "log.json").read_text()) for s in seeds}
+        ran = [log for log in logs.values() if "skipped" not in log]
+        if ran:
+            out[reward] = reward_summary(ran) | {"seeds": [s for s, log in logs.items() if "skipped" not in log]}
+        skipped = {str(s): {"why": log["skipped"], "check": log["check"]} for s, log in logs.items() if "skipped" in log}
+        if skipped:
+            skipped_all[reward] = skipped
+    return out, skipped_all
 
 
 def reward_summary(logs: list[dict]) -> dict:
@@ -140,6 +149,7 @@ def reward_summary(logs: list[dict]) -> dict:
             "gold_change": change, "hacked_at": parting(steps, mean["gold"], mean["proxy"]),
             "detectors": {k: {"start": mean[k][0], "end": mean[k][-1]} for k in DETECTORS},
             "seconds": [log["seconds"] for log in logs], "examples": logs[0]["examples"],
+            "checks": [log.get("check") for log in logs],
             "trl": logs[0]["history"]}
 
 

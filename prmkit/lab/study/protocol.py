@@ -139,6 +139,29 @@ class Base(Job):
 
 
 @dataclass(frozen=True)
+class Policy(Base):
+    """The base fine-tuned into the sampling policy (``policy=sft``: :mod:`prmkit.lab.policy`), in the lab's
+    cache, keyed as the cache is (the base's key and every ``sft`` setting)."""
+
+    @property
+    def key(self) -> str:
+        from prmkit.lab.policy import policy_key
+
+        return policy_key(self.cfg, self.device)
+
+    @property
+    def model_dir(self) -> str:
+        from prmkit.lab.policy import policy_path
+
+        return str(policy_path(self.cfg, self.device))
+
+    def run(self, out: Path) -> dict:
+        from prmkit.lab.policy import job_policy
+
+        return job_policy(out, self.cfg, self.progress, self.device)
+
+
+@dataclass(frozen=True)
 class TrainScore(Job):
     """A lab reward model trained on every solution of ``train`` (``prm``: step ratings; ``orm``: the outcome
     each record carries, else its grade), then scoring ``pools`` (name -> file): ``model/`` and
@@ -191,9 +214,12 @@ class Context:
 
 
 def sampler(cfg, base: Base) -> Base | None:
-    """What samples a study's pools: ``base`` under the ``lm`` policy (its pools are its samples, so they are
-    keyed by it), else nothing but the rule-based generator."""
-    return base if cfg.policy != "rules" else None
+    """What samples a study's pools (its pools are its samples, so they are keyed by it): ``base`` under the
+    ``lm`` policy, the :class:`Policy` fine-tuned from it under ``sft``, else nothing but the rule-based
+    generator."""
+    if cfg.policy == "sft":
+        return Policy(str(Path(base.folder).with_name("policy")), cfg, progress=base.progress, device=base.device)
+    return base if cfg.policy == "lm" else None
 
 
 Stages = list[tuple[str, list[Job]]]

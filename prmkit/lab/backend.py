@@ -112,16 +112,19 @@ def lab_text(text: str) -> str:
     return re.sub(r" ?\n ?", "\n", text).replace("\n<step> ", "\n<step>")
 
 
-def lab_lm_backend(cfg, progress: bool = False, log=print, lab=None):
-    """The base model of the lab preset ``cfg.model`` (or of the LabConfig ``lab``), pretrained if not
-    cached, as an :class:`~prmkit.generate.hf.HFBackend`."""
+def lab_lm_backend(cfg, progress: bool = False, log=print, lab=None, folder=None):
+    """The policy model of the lab preset ``cfg.model`` (or of the LabConfig ``lab``): its base, or under
+    ``policy=sft`` the fine-tuned base, made if not cached; or the lab model in ``folder``. An
+    :class:`~prmkit.generate.hf.HFBackend`."""
+    from pathlib import Path
+
     from prmkit.generate.hf import HFBackend, Sampler
-    from prmkit.lab.base import ensure_base
     from prmkit.lab.config import lab_format
+    from prmkit.lab.policy import policy_folder
 
     refuse_settings(cfg, LM_FIXED, "lab-lm", "prompts its base in the lab's layout")
     lab = lab or lab_preset(cfg)
-    folder = ensure_base(lab, progress=progress, log=log, device=cfg.device)
+    folder = Path(folder) if folder else policy_folder(lab, progress=progress, log=log, device=cfg.device)
     fmt = lab_format(lab.base.max_length)
     cfg = dataclasses.replace(cfg, separator=fmt.separator, marker=fmt.marker, problem_suffix=fmt.problem_suffix,
                               prompt="{problem}", chat_template=False)

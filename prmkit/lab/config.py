@@ -75,6 +75,41 @@ class BaseConfig:
                 raise ValueError(f"base.{name} must be at least 1")
 
 
+KEEPS = ("correct", "valid")
+"""What expert iteration keeps of the policy's samples (:attr:`PolicyConfig.keep`)."""
+
+
+@dataclass(frozen=True)
+class PolicyConfig:
+    """The ``sft`` policy: the base fine-tuned by expert iteration on its own samples (:mod:`prmkit.lab.policy`).
+    Inert: checked on creation, no I/O."""
+
+    rounds: int = field(default=4, metadata={"help": "most rounds of sample, filter, fine-tune"})
+    target: float = field(default=0.25, metadata={
+        "help": "stop once pass@1 on the measure problems reaches this (issue 34 asks for 20-40%)"})
+    problems: int = field(default=1000, metadata={"help": "fresh problems sampled per round"})
+    samples: int = field(default=8, metadata={"help": "samples per problem per round"})
+    keep: str = field(default="correct", metadata={
+        "help": "what is fine-tuned on: correct (a right final answer) or valid (and every step valid by the oracle)"})
+    epochs: float = field(default=2.0, metadata={"help": "passes over each round's kept samples"})
+    batch_size: int = field(default=32, metadata={"help": "solutions per optimiser step"})
+    lr: float = field(default=1e-3, metadata={"help": "peak learning rate (cosine decay after warm-up)"})
+    warmup: int = field(default=10, metadata={"help": "linear warm-up steps"})
+    measure_problems: int = field(default=200, metadata={"help": "problems pass@1 is measured on after each round"})
+    measure_samples: int = field(default=8, metadata={"help": "samples per measured problem"})
+    seed: int = field(default=0, metadata={"help": "seed of the problems, samples and fine-tuning: one policy "
+                                                   "for every run seed, as there is one base"})
+
+    def __post_init__(self):
+        if self.keep not in KEEPS:
+            raise ValueError(f"sft.keep must be one of {', '.join(KEEPS)}, got {self.keep!r}")
+        for name in ("rounds", "problems", "samples", "batch_size", "measure_problems", "measure_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"sft.{name} must be at least 1")
+        if not 0 < self.target <= 1 or self.epochs <= 0 or self.lr <= 0:
+            raise ValueError("sft.target must lie in (0, 1], sft.epochs and sft.lr must be positive")
+
+
 def lab_rm(**overrides) -> TrainConfig:
     """The lab's reward-model recipe (``LabConfig.rm``, a ``prmkit train`` config): the base with a
     ``classify`` head and the base's per-token surprise through the feature adapter; its new parts learn
@@ -102,7 +137,7 @@ unlabelled generator output for pretraining the lab's base model, of both famili
 family's pretraining problems are not its evaluation problems). Each split has its own problems."""
 
 
-POLICIES = ("rules", "lm")
+POLICIES = ("rules", "lm", "sft")
 """What can sample the lab's pools (:attr:`LabConfig.policy`)."""
 AGGREGATIONS = ("min", "product")
 """The PRM solution scores a lab run's findings can read (:attr:`LabConfig.aggregation`)."""
@@ -128,7 +163,8 @@ class LabConfig:
     """What samples the eval, train and ood pools: ``rules``, the rule-based generator (exact to its
     design, instant); ``lm``, the lab's base model sampled at temperature 1 (``prmkit generate --backend
     lab-lm``: a policy with weights, what search and RL can optimise). The base is pretrained on the
-    rule-based generator's output either way."""
+    rule-based generator's output either way; ``sft``, the base fine-tuned by expert iteration on its own
+    passing samples (``sft``; :mod:`prmkit.lab.policy`), sampled the same way."""
     eval_problems: int = 300
     """Held-out problems for best-of-N."""
     eval_samples: int = 64
@@ -153,6 +189,8 @@ class LabConfig:
     """Samples per held-out-family pretraining problem."""
     base: BaseConfig = field(default_factory=BaseConfig)
     """The base model (the stand-in for a pretrained LM) and its pretraining on the pretrain split."""
+    sft: PolicyConfig = field(default_factory=PolicyConfig)
+    """With ``policy=sft``: how the base is fine-tuned into the policy."""
     rm: TrainConfig = field(default_factory=lab_rm)
     """The reward models' training recipe (``prmkit train``'s config; ``base`` names the run's base model),
     the same for the PRM and the ORM (:func:`prmkit.lab.rm.lab_rm`)."""
@@ -205,8 +243,8 @@ class LabConfig:
                   if isinstance(v, d.family_config) and not d.owns(v.family)]
         if not isinstance(self.generator, d.generator_config):
             wrong.append(f"generator is a {type(self.generator).__name__}")
-        if self.policy == "lm" and not d.lm_policy:
-            wrong.append("policy lm: its base model cannot yet sample this domain's text")
+        if self.policy != "rules" and not d.lm_policy:
+            wrong.append(f"policy {self.policy}: its base model cannot yet sample this domain's text")
         if wrong:
             raise ValueError(f"a {d.name} lab config needs every part of the {d.name} domain: {'; '.join(wrong)}")
 
@@ -274,6 +312,7 @@ __all__ = [
     "SPLITS",
     "BaseConfig",
     "LabConfig",
+    "PolicyConfig",
     "config_hash",
     "domain_defaults",
     "lab_format",

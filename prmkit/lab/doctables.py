@@ -24,7 +24,7 @@ import json
 import re
 from pathlib import Path
 
-from prmkit.lab.numbers import points
+from prmkit.lab.numbers import percent, points
 from prmkit.lab.targets import POOL_NAMES, findings_rows, picks_rows, pooled_rows
 
 FIRST_ERROR_ROWS = [
@@ -425,6 +425,27 @@ def recipe_rule_table(record: dict) -> str:
     return markdown(["PRM score", *(f"seed {s}" for s in seeds), "mean", "the rule"], rows)
 
 
+SFT_MEASURES = {"pass@1": "pass@1", "step_limit@1": "valid@1 (every step valid, answer right)",
+                "right_answer_wrong_step": "right answers through a wrong step"}
+"""The ``sft`` policy's measures (``scripts/policy_sft.py``), as the docs name them."""
+
+
+def sft_rounds_table(record: dict) -> str:
+    """Expert iteration round by round (``scripts/policy_sft.py``): samples kept, then each measure on the
+    fine-tuning's own measure problems (round 0: the base), in percent."""
+    rows = [[str(r), "base" if r == 0 else str(rec["kept"]), *(percent(rec[k]) for k in SFT_MEASURES)]
+            for r, rec in enumerate(record["rounds"])]
+    return markdown(["round", "samples kept", *SFT_MEASURES.values()], rows)
+
+
+def sft_held_out_table(record: dict) -> str:
+    """The base against the ``sft`` policy on held-out eval pools, per seed and measure (percent)."""
+    seeds = [str(s) for s in record["seeds"]]
+    rows = [[name, who, *(percent(record["held_out"][s][key][k]) for s in seeds)]
+            for k, name in SFT_MEASURES.items() for key, who in (("lm", "base"), ("sft", "policy"))]
+    return markdown(["measure", "model", *(f"seed {s}" for s in seeds)], rows)
+
+
 TABLES = {
     "lab-eval": lambda s: metric_table(s, "eval", EVAL_ROWS),
     "lab-ood": lambda s: metric_table(s, "ood", OOD_ROWS),
@@ -457,6 +478,8 @@ TABLES = {
     "recipe-rule": recipe_rule_table,
     "kernel-restarts": kernel_restarts_table,
     "kernel-ensembles": kernel_ensembles_table,
+    "sft-rounds": sft_rounds_table,
+    "sft-held-out": sft_held_out_table,
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
 }
 """Every generated table, by the name a doc's marker uses."""

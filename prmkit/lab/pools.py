@@ -23,13 +23,14 @@ def generate_pool(config: LabConfig, seed: int, split: str = "eval", problems: i
     n_problems, n_samples = config.sizes(split)
     domain = config.lab_domain
     probs = domain.make_problems(config.family(split), problems or n_problems, seed, split)
-    if config.policy == "lm" and split not in PRETRAIN_SPLITS:
+    if config.policy != "rules" and split not in PRETRAIN_SPLITS:
         return sample_lm(config, probs, samples or n_samples, seed, device=device)
     return domain.generate(probs, config.generator, samples or n_samples, seed)
 
 
 PRETRAIN_SPLITS = ("pretrain", "ood_pretrain")
-"""Splits the base model reads: always the rule-based generator's (the base *is* the ``lm`` policy)."""
+"""Splits the base model reads: always the rule-based generator's (the base *is* the ``lm`` policy, and the
+``sft`` policy's start)."""
 
 LM_SAMPLING = {"temperature": 1.0, "max_new_tokens": 256, "batch_size": 64}
 """How the ``lm`` policy samples: the base's own distribution, room for the held-out family's longest
@@ -37,8 +38,9 @@ solutions, rows per ``generate`` call on a CPU."""
 
 
 def sample_lm(config: LabConfig, problems: list, samples: int, seed: int, progress: bool = False,
-              device: str = "auto") -> list[Solution]:
-    """``samples`` solutions of each problem from the lab's base model (``prmkit generate --backend lab-lm``),
+              device: str = "auto", folder=None) -> list[Solution]:
+    """``samples`` solutions of each problem from the model in ``folder`` (by default ``config``'s policy: the
+    base model, or the fine-tuned one under ``policy=sft``) through ``prmkit generate --backend lab-lm``,
     graded by the lab's oracle as the rule-based pools are."""
     from prmkit.generate.config import GenerateConfig
     from prmkit.generate.run import sample_id, to_solution
@@ -46,7 +48,7 @@ def sample_lm(config: LabConfig, problems: list, samples: int, seed: int, progre
     from prmkit.schema import Generator
 
     cfg = GenerateConfig(backend="lab-lm", seed=seed, n=samples, progress=progress, device=device, **LM_SAMPLING)
-    backend = lab_lm_backend(cfg, log=lambda _: None, lab=config)
+    backend = lab_lm_backend(cfg, log=lambda _: None, lab=config, folder=folder)
     gen = Generator(backend.name, {"backend": "lab-lm", **backend.cfg.sampling})
     out = []
     for problem, per in zip(problems, backend.generate(problems, samples)):  # one call: rows batch across problems

@@ -213,10 +213,21 @@ class Renamed(argparse.Action):
         self.new(parser, namespace, values, option_string)
 
 
+def differing(ours: dict | None, theirs: dict | None) -> list[str]:
+    """The keys whose values differ between two settings mappings (a missing mapping is empty), sorted: what a
+    resumable command names when it refuses another run's output.
+
+    >>> differing({"lr": 1, "steps": 5}, {"lr": 2, "steps": 5, "seed": 0}), differing(None, {"a": 1})
+    (['lr', 'seed'], ['a'])
+    """
+    ours, theirs = ours or {}, theirs or {}
+    return sorted(k for k in {*ours, *theirs} if ours.get(k) != theirs.get(k))
+
+
 def renamed(parser, old: str, new: str) -> None:
     """Keep ``old`` working as ``new`` (an option of ``parser`` already added) for one release."""
     action = parser._option_string_actions[new]  # argparse's one table of options; it has no public lookup
     parser.add_argument(old, dest=action.dest, action=Renamed, new=action)
 
 
-__all__ = ["Renamed", "apply", "convert", "flatten", "from_args", "parse_sets", "read_recipe", "renamed", "resolve"]
+__all__ = ["Renamed", "apply", "convert", "differing", "flatten", "from_args", "parse_sets", "read_recipe", "renamed", "resolve"]

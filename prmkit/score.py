@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from prmkit.config import differing
 from prmkit.evaluate.aggregate import AGGREGATIONS, aggregate
 from prmkit.io import (
     append_partial,
@@ -253,7 +254,7 @@ def check_output(path: Path, name: str, stamp: dict, partial: bool = False) -> N
 def _difference(theirs: dict | None, ours: dict) -> str:
     if theirs is None:
         return "of unknown origin (no meta.scored_by: written before prmkit recorded which model scored a file)"
-    keys = [k for k in sorted({*theirs, *ours}) if theirs.get(k) != ours.get(k)]
+    keys = differing(ours, theirs)
     return "from another model or settings (" + "; ".join(
         f"{k}: {theirs.get(k)!r} there, {ours.get(k)!r} now" for k in keys) + ")"
 

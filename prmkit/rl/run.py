@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from prmkit.config import differing
 from prmkit.rl.credit import CREDIT_RULES
 from prmkit.rl.grpo import RLConfig
 
@@ -93,7 +94,7 @@ def check_resume(out: Path, identity: dict) -> None:
     if theirs != identity:
         ours = {**identity.pop("settings"), **identity}
         theirs = {**theirs.pop("settings"), **theirs}
-        differ = sorted(k for k in {*ours, *theirs} if ours.get(k) != theirs.get(k))
+        differ = differing(ours, theirs)
         raise ValueError(f"{out} holds another run (it differs in {', '.join(differ)}): choose another --out-dir, "
                          f"or delete {out} to start again")
 

@@ -99,6 +99,7 @@ def check_stamps(paths: list[Path], stamp: dict) -> None:
     for path in paths:
         if not path.exists():
             continue
+        from prmkit.config import differing
         from prmkit.io import open_text
 
         with open_text(path) as f:
@@ -107,7 +108,7 @@ def check_stamps(paths: list[Path], stamp: dict) -> None:
                     continue
                 theirs = json.loads(line).get("stamp")
                 if theirs != json.loads(json.dumps(stamp)):
-                    differ = sorted(k for k in {*stamp, *(theirs or {})} if (theirs or {}).get(k) != stamp.get(k))
+                    differ = differing(stamp, theirs)
                     raise ValueError(f"{path}, line {number}: a result of another search (it differs in "
                                      f"{', '.join(differ) or 'its stamp'}): write to another OUT, or delete it")
 

@@ -26,7 +26,8 @@ def test_the_filter_keeps_right_answers_or_fully_valid_solutions():
         assert passes(s, "valid") == (s.grade == "correct" and v)
 
 
-@pytest.mark.parametrize("bad", [{"keep": "answered"}, {"rounds": 0}, {"target": 0.0}, {"epochs": 0.0}])
+@pytest.mark.parametrize("bad", [{"keep": "answered"}, {"rounds": -1}, {"warm_start": -5}, {"target": 0.0},
+                                 {"epochs": 0.0}, {"samples": 0}])
 def test_the_fine_tuning_settings_are_checked(bad):
     with pytest.raises(ValueError, match="sft"):
         PolicyConfig(**bad)

@@ -84,13 +84,15 @@ class PolicyConfig:
     """The ``sft`` policy: the base fine-tuned by expert iteration on its own samples (:mod:`prmkit.lab.policy`).
     Inert: checked on creation, no I/O."""
 
-    rounds: int = field(default=4, metadata={"help": "most rounds of sample, filter, fine-tune"})
+    rounds: int = field(default=4, metadata={"help": "most rounds of sample, filter, fine-tune (after the warm start)"})
     target: float = field(default=0.25, metadata={
         "help": "stop once pass@1 on the measure problems reaches this (issue 34 asks for 20-40%)"})
     problems: int = field(default=1000, metadata={"help": "fresh problems sampled per round"})
     samples: int = field(default=8, metadata={"help": "samples per problem per round"})
     keep: str = field(default="correct", metadata={
         "help": "what is fine-tuned on: correct (a right final answer) or valid (and every step valid by the oracle)"})
+    warm_start: int = field(default=0, metadata={
+        "help": "first fine-tune on this many of the rule-based generator's samples that pass keep (0: none)"})
     epochs: float = field(default=2.0, metadata={"help": "passes over each round's kept samples"})
     batch_size: int = field(default=32, metadata={"help": "solutions per optimiser step"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (cosine decay after warm-up)"})
@@ -103,7 +105,11 @@ class PolicyConfig:
     def __post_init__(self):
         if self.keep not in KEEPS:
             raise ValueError(f"sft.keep must be one of {', '.join(KEEPS)}, got {self.keep!r}")
-        for name in ("rounds", "problems", "samples", "batch_size", "measure_problems", "measure_samples"):
+        if self.warm_start < 0:
+            raise ValueError(f"sft.warm_start must be 0 or positive, got {self.warm_start}")
+        if self.rounds < 0:
+            raise ValueError(f"sft.rounds must be 0 (the warm start alone) or positive, got {self.rounds}")
+        for name in ("problems", "samples", "batch_size", "measure_problems", "measure_samples"):
             if getattr(self, name) < 1:
                 raise ValueError(f"sft.{name} must be at least 1")
         if not 0 < self.target <= 1 or self.epochs <= 0 or self.lr <= 0:

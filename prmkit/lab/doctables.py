@@ -428,14 +428,16 @@ def recipe_rule_table(record: dict) -> str:
 SFT_MEASURES = {"pass@1": "pass@1", "step_limit@1": "valid@1 (every step valid, answer right)",
                 "right_answer_wrong_step": "right answers through a wrong step"}
 """The ``sft`` policy's measures (``scripts/policy_sft.py``), as the docs name them."""
+SFT_SOURCES = {"base": "(the base, before any)", "rules": "the generator's passing samples (warm start)",
+               "self": "its own passing samples"}
 
 
 def sft_rounds_table(record: dict) -> str:
     """Expert iteration round by round (``scripts/policy_sft.py``): samples kept, then each measure on the
     fine-tuning's own measure problems (round 0: the base), in percent."""
-    rows = [[str(r), "base" if r == 0 else str(rec["kept"]), *(percent(rec[k]) for k in SFT_MEASURES)]
-            for r, rec in enumerate(record["rounds"])]
-    return markdown(["round", "samples kept", *SFT_MEASURES.values()], rows)
+    rows = [[str(r), SFT_SOURCES[rec.get("source", "self" if r else "base")], "" if r == 0 else f"{rec['kept']:,}",
+             *(percent(rec[k]) for k in SFT_MEASURES)] for r, rec in enumerate(record["rounds"])]
+    return markdown(["round", "fine-tuned on", "samples kept", *SFT_MEASURES.values()], rows)
 
 
 def sft_held_out_table(record: dict) -> str:

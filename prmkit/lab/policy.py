@@ -15,7 +15,14 @@ fine-tuned on its *own* samples that pass a filter (rejection-sampling SFT, expe
    through a wrong step on ``sft.measure_problems x sft.measure_samples`` samples of another split
    (``sft-measure``), and stop once pass@1 reaches ``sft.target`` or after ``sft.rounds`` rounds.
 
-Every measurement (round 0 is the base) is kept in ``policy.json`` beside the weights. The cache folder is
+With ``sft.warm_start`` set, the rounds start from the base fine-tuned first on that many of the rule-based
+generator's samples that pass the same filter (the generator the base was pretrained on: a teacher whose
+passing samples are a step-format fine-tuning set, as the paper's generator had one): on the calibrated family
+the base alone gets 2.4% of answers right, none through valid steps, and one round of fine-tuning on its 175
+right answers of 8,000 samples left pass@1 where it was (``docs/pressure.md``, "A policy worth optimising").
+
+Every measurement (round 0 is the base) is kept in ``policy.json`` beside the weights, with its ``source``
+(``base``, ``rules`` for the warm start, ``self`` for a round of expert iteration). The cache folder is
 ``$PRMKIT_CACHE/lab-policy/<key>``, keyed by the base's key and every ``sft`` setting (:func:`policy_key`);
 it is built in a ``.part`` folder whose finished rounds are kept, so a killed fine-tuning resumes at the round
 it stopped in.
@@ -95,14 +102,22 @@ def expert_iteration(cfg, folder: Path, progress: bool, log, device: str) -> Non
     sft = cfg.sft
     tmp = folder.with_name(f".{folder.name}.part")
     current = ensure_base(cfg, progress=progress, log=log, device=device)
-    rounds = [_measured(tmp / "round-0", cfg, current, device, {"kept": 0})]
+    rounds = [_measured(tmp / "round-0", cfg, current, device, {"source": "base", "kept": 0})]
+    if sft.warm_start:
+        work = tmp / "warm"
+        if not (work / "round.json").is_file():
+            kept = _fine_tune(work, cfg, current, 0, progress, device, rules=True)
+            _measured(work, cfg, work / "model", device, {"source": "rules", "kept": kept})
+        rounds.append(json.loads((work / "round.json").read_text()))
+        current = work / "model"
+        log(f"warm start: pass@1 {rounds[-1]['pass@1']:.3f} from {rounds[-1]['kept']} of the generator's samples")
     for r in range(1, sft.rounds + 1):
         if rounds[-1]["pass@1"] >= sft.target:
             break
         work = tmp / f"round-{r}"
         if not (work / "round.json").is_file():
             kept = _fine_tune(work, cfg, current, r, progress, device)
-            _measured(work, cfg, work / "model", device, {"kept": kept})
+            _measured(work, cfg, work / "model", device, {"source": "self", "kept": kept})
         rounds.append(json.loads((work / "round.json").read_text()))
         current = work / "model"
         log(f"expert iteration round {r}: pass@1 {rounds[-1]['pass@1']:.3f} from {rounds[-1]['kept']} kept samples")
@@ -138,16 +153,19 @@ def measure_pool(cfg, seed: int, problems: int, samples: int, split: str = "eval
     return {k: stats[k] for k in MEASURES}
 
 
-def _fine_tune(work: Path, cfg, model: Path, r: int, progress: bool, device: str) -> int:
-    """Sample round ``r``'s problems with ``model``, keep the passing samples, train on them into ``work/model``;
-    the number kept."""
+def _fine_tune(work: Path, cfg, model: Path, r: int, progress: bool, device: str, rules: bool = False) -> int:
+    """Sample round ``r``'s problems with ``model`` (``rules``: the warm start's, from the rule-based generator),
+    keep the passing samples, train ``model`` on them into ``work/model``; the number kept."""
     from prmkit.io import write_records
     from prmkit.train.loop import train
 
     sft = cfg.sft
     data = work / "kept.jsonl.gz"
     if not data.is_file():
-        pool = _sample(cfg, model, f"sft-{r}", sft.problems, sft.samples, device)
+        if rules:
+            pool = rules_passing(cfg)
+        else:
+            pool = _sample(cfg, model, f"sft-{r}", sft.problems, sft.samples, device)
         kept = [s for s in pool if passes(s, sft.keep)]
         if not kept:
             raise RuntimeError(f"expert iteration round {r}: none of {len(pool)} samples passed keep={sft.keep!r}; "
@@ -160,6 +178,24 @@ def _fine_tune(work: Path, cfg, model: Path, r: int, progress: bool, device: str
     n = count_lines(data)
     train(sft_config(cfg, data, model, work / "model", n, r, progress, device))  # resumes from its checkpoints
     return n
+
+
+RULES_CHUNK = 500
+"""Problems the warm start samples from the rule-based generator at a time."""
+
+
+def rules_passing(cfg) -> list:
+    """The first ``sft.warm_start`` samples of the rule-based generator (``sft.samples`` per problem of the
+    ``sft-rules`` split, ``RULES_CHUNK`` problems at a time) that pass ``sft.keep``."""
+    sft, domain, kept, chunk = cfg.sft, cfg.lab_domain, [], 0
+    while len(kept) < sft.warm_start:
+        if chunk == 1000:
+            raise RuntimeError(f"the generator gave only {len(kept)} samples passing keep={sft.keep!r} in "
+                               f"{chunk * RULES_CHUNK} problems; lower sft.warm_start")
+        problems = domain.make_problems(cfg.domain, RULES_CHUNK, sft.seed, f"sft-rules-{chunk}")
+        kept += [s for s in domain.generate(problems, cfg.generator, sft.samples, sft.seed) if passes(s, sft.keep)]
+        chunk += 1
+    return kept[:sft.warm_start]
 
 
 def passes(solution, keep: str) -> bool:

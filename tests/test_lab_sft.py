@@ -34,36 +34,45 @@ def test_the_fine_tuning_settings_are_checked(bad):
 
 
 def small(**over) -> object:
-    """The quick preset's policy (the default family) at a test's size: one round on 400 x 8 fresh samples, measured on 100 x 8."""
-    sft = {"sft.problems": 400, "sft.samples": 8, "sft.measure_problems": 100, "sft.measure_samples": 8,
-           "sft.rounds": 1, "sft.target": 0.99}
+    """The quick preset's policy at a test's size: a warm start on 1,000 of the generator's right answers, then one
+    round of expert iteration on 200 x 8 of its own samples, measured on 100 x 8."""
+    sft = {"sft.warm_start": 1000, "sft.problems": 200, "sft.samples": 8, "sft.measure_problems": 100,
+           "sft.measure_samples": 8, "sft.rounds": 1, "sft.target": 0.99}
     return preset("quick").replace({"policy": "sft", **sft, **over})
 
 
 @pytest.mark.slow
-def test_expert_iteration_raises_pass_at_1_and_resumes_a_killed_fine_tuning(lab_cache, monkeypatch):
+def test_fine_tuning_raises_pass_at_1_and_resumes_a_killed_run(lab_cache, monkeypatch):
+    import torch
+
     import prmkit.lab.policy as policy
 
+    torch.set_num_threads(1)
     cfg = small()
 
     def killed(*args):
         raise KeyboardInterrupt  # killed after its rounds, before the policy is published
 
+    publish = policy._publish
     monkeypatch.setattr(policy, "_publish", killed)
     with pytest.raises(KeyboardInterrupt):
         policy.ensure_policy(cfg, log=lambda *a: None)
     assert not policy.policy_path(cfg).exists()
-    monkeypatch.undo()
+    monkeypatch.setattr(policy, "_publish", publish)  # (not undo(): that would drop lab_cache's PRMKIT_CACHE too)
 
-    def again(*args):
+    def again(*args, **kwargs):
         raise AssertionError("a finished round was fine-tuned again")
 
     monkeypatch.setattr(policy, "_fine_tune", again)
     folder = policy.ensure_policy(cfg, log=lambda *a: None)
     rounds = json.loads((folder / "policy.json").read_text())["rounds"]
-    assert len(rounds) == 2 and rounds[1]["kept"] >= 40
-    assert rounds[1]["pass@1"] > rounds[0]["pass@1"] + 0.03, rounds  # the base's own right answers teach it
+    assert [r["source"] for r in rounds] == ["base", "rules", "self"]
+    assert rounds[1]["kept"] == 1000 and rounds[2]["kept"] > 0
+    assert rounds[1]["pass@1"] > rounds[0]["pass@1"] + 0.05, rounds  # the generator's right answers teach it
+    assert rounds[1]["step_limit@1"] > rounds[0]["step_limit@1"], rounds
     assert not any(Path(folder).rglob("checkpoints"))
+    tuned, base = (policy.measure_pool(cfg.replace({"policy": p}), seed=0, problems=30, samples=4) for p in ("sft", "lm"))
+    assert tuned["pass@1"] > base["pass@1"]  # the lab's pools under policy=sft are the fine-tuned model's samples
 
 
 def test_the_policy_keys_the_pressure_studys_pools_and_rl_runs(tmp_path):

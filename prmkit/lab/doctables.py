@@ -440,6 +440,16 @@ def sft_rounds_table(record: dict) -> str:
     return markdown(["round", "fine-tuned on", "samples kept", *SFT_MEASURES.values()], rows)
 
 
+def sft_ladder_table(record: dict) -> str:
+    """The warm start's rule (``scripts/policy_warm_ladder.py``): each size tried, its measures, and the choice."""
+    rows = [[f"{st['warm_start']:,}", *(percent(st[k]) for k in SFT_MEASURES), f"{st['seconds']:.0f} s"]
+            for st in record["steps"]]
+    return (markdown(["warm start (samples)", *SFT_MEASURES.values(), "wall time"], rows)
+            + f"\n\nTarget pass@1 {percent(record['target'])}%; chosen: {record['chosen']:,} samples"
+            + ("." if any(st["warm_start"] == record["chosen"] for st in record["steps"])
+               else " (the rule's fallback: no size tried reached the target)."))
+
+
 def sft_held_out_table(record: dict) -> str:
     """The base against the ``sft`` policy on held-out eval pools, per seed and measure (percent)."""
     seeds = [str(s) for s in record["seeds"]]
@@ -481,6 +491,7 @@ TABLES = {
     "kernel-restarts": kernel_restarts_table,
     "kernel-ensembles": kernel_ensembles_table,
     "sft-rounds": sft_rounds_table,
+    "sft-ladder": sft_ladder_table,
     "sft-held-out": sft_held_out_table,
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
 }

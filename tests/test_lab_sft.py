@@ -34,9 +34,9 @@ def test_the_fine_tuning_settings_are_checked(bad):
 
 
 def small(**over) -> object:
-    """The quick preset's policy at a test's size: a warm start on 1,000 of the generator's right answers, then one
-    round of expert iteration on 200 x 8 of its own samples, measured on 100 x 8."""
-    sft = {"sft.warm_start": 1000, "sft.problems": 200, "sft.samples": 8, "sft.measure_problems": 100,
+    """The quick preset's policy at a test's size: a warm start of 375 steps (3,000 of the generator's right answers,
+    four epochs), then one round of expert iteration on 200 x 8 of its own samples, measured on 100 x 8."""
+    sft = {"sft.warm_start": 3000, "sft.epochs": 4, "sft.problems": 200, "sft.samples": 8, "sft.measure_problems": 100,
            "sft.measure_samples": 8, "sft.rounds": 1, "sft.target": 0.99}
     return preset("quick").replace({"policy": "sft", **sft, **over})
 
@@ -67,7 +67,7 @@ def test_fine_tuning_raises_pass_at_1_and_resumes_a_killed_run(lab_cache, monkey
     folder = policy.ensure_policy(cfg, log=lambda *a: None)
     rounds = json.loads((folder / "policy.json").read_text())["rounds"]
     assert [r["source"] for r in rounds] == ["base", "rules", "self"]
-    assert rounds[1]["kept"] == 1000 and rounds[2]["kept"] > 0
+    assert rounds[1]["kept"] == 3000 and rounds[2]["kept"] > 0
     assert rounds[1]["pass@1"] > rounds[0]["pass@1"] + 0.05, rounds  # the generator's right answers teach it
     assert rounds[1]["step_limit@1"] > rounds[0]["step_limit@1"], rounds
     assert not any(Path(folder).rglob("checkpoints"))

@@ -1,6 +1,7 @@
 """``prmkit lab study pressure``: does process supervision stay honest under optimisation pressure?
 
-The lab's base model is the policy (``policy=lm``); the oracle is the gold reward. Per seed
+The lab's base model is the policy (``policy=lm``), or the base fine-tuned by :mod:`prmkit.lab.policy`
+(``policy=sft``); the oracle is the gold reward. Per seed
 (:class:`~prmkit.lab.study.config.PressureConfig`):
 
 1. **data**: ``train_problems x samples_per_problem`` of the policy's solutions (shuffled), rated by the

@@ -94,3 +94,15 @@ def test_the_policy_keys_the_pressure_studys_pools_and_rl_runs(tmp_path):
     assert "prompts" not in changed and "base" not in changed
     assert {"policy", "data", f"rm-prm-{max(cfg.pressure.budgets)}", "rl-prm-min"} <= changed
     assert jobs(cfg.replace({"policy": "lm"})).get(str(tmp_path / "policy")) is None
+
+
+def test_the_lab_runs_data_key_names_every_fine_tuning_setting():
+    """``prmkit lab run --set policy=sft``: another fine-tuning setting samples other pools, so it must rerun the
+    data job (and everything after it); under the base as the policy the fine-tuning settings change nothing."""
+    from prmkit.lab.run import data_key_of
+
+    sft = preset("quick").replace({"policy": "sft"})
+    variants = (sft, sft.replace({"sft.lr": 5e-4}), sft.replace({"sft.warm_start": 0}), sft.replace({"policy": "lm"}))
+    assert len({data_key_of(c, 0, "base-key") for c in variants}) == 4
+    lm = preset("quick").replace({"policy": "lm"})
+    assert data_key_of(lm, 0, "base-key") == data_key_of(lm.replace({"sft.lr": 5e-4}), 0, "base-key")

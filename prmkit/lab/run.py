@@ -356,7 +356,7 @@ class SeedGraph:
     def __post_init__(self):
         self.folder = self.run_dir / f"seed-{self.seed}"
         self.data_dir = str(self.folder / "data")
-        self.data_key = data_key_of(self.cfg, self.seed, self.bkey)
+        self.data_key = data_key_of(self.cfg, self.seed, self.bkey, self.device)
         self.needs = (self.data_dir, self.base_folder)
 
     def data(self) -> Node:
@@ -489,10 +489,14 @@ def model_records(seed_dir: Path) -> dict:
     return out
 
 
-def data_key_of(cfg: LabConfig, seed: int, bkey: str) -> str:
+def data_key_of(cfg: LabConfig, seed: int, bkey: str, device: str = "auto") -> str:
     """The cache key of a seed's data job: everything its pools and labels depend on (the lm policy's pools
-    are its base model's, ``bkey``; the rule-based policy's depend on no model)."""
-    policy = [] if cfg.policy == "rules" else [cfg.policy, bkey]
+    are its base model's, ``bkey``; the sft policy's its fine-tuned model's, keyed by the base and every
+    ``sft`` setting; the rule-based policy's depend on no model)."""
+    from prmkit.lab.policy import policy_key
+
+    model = policy_key(cfg, device) if cfg.policy == "sft" else bkey
+    policy = [] if cfg.policy == "rules" else [cfg.policy, model]
     return key_of(cfg.domain, cfg.ood, cfg.generator, cfg.labellers, [cfg.sizes(x) for x in ("eval", "train", "ood")],
                   seed, [cfg.paper_arms, cfg.orm_ratio] if cfg.paper_arms else [], *policy)
 

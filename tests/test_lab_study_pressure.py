@@ -134,9 +134,12 @@ def test_a_reward_model_that_ranks_no_better_than_chance_is_not_optimised_agains
         right = s.grade == "correct"
         s.scores = {"prm_min": float(right) + rng.normal(0, 0.3), "orm": float(not right) + rng.normal(0, 0.3)}
     write_records(tmp_path / "scored-bon.jsonl.gz", pool)
-    checks = {kind: rm_check(tmp_path / "scored-bon.jsonl.gz", kind) for kind in ("prm", "orm")}
-    assert checks["prm"]["passes"] and checks["prm"]["ci95"][0] > 0.5 and checks["prm"]["problems"] >= 3
+    checks = {reward: rm_check(tmp_path / "scored-bon.jsonl.gz", column) for reward, column in
+              (("prm-min", "prm_min"), ("orm", "orm"))}
+    assert checks["prm-min"]["passes"] and checks["prm-min"]["ci95"][0] > 0.5 and checks["prm-min"]["problems"] >= 3
     assert not checks["orm"]["passes"] and checks["orm"]["auroc"] < 0.5
+    with pytest.raises(ValueError, match="no 'prm_last' score"):
+        rm_check(tmp_path / "scored-bon.jsonl.gz", "prm_last")  # a missing score is never read as a low one
     out = tmp_path / "seed-0" / "rl-orm"
     out.mkdir(parents=True)
     cfg = study_preset("pressure", "quick")
@@ -145,4 +148,4 @@ def test_a_reward_model_that_ranks_no_better_than_chance_is_not_optimised_agains
     rl, skipped = rl_summary(pc, [0], tmp_path)
     assert rl == {} and skipped["orm"]["0"]["check"] == checks["orm"]
     summary = {"bon": {"budgets": {"200": {}}, "n": [1], "sqrt_kl": [0.0]}, "rl": rl, "rl_skipped": skipped, "seeds": [0]}
-    assert "RL against orm was not run on seed(s) 0" in findings(summary)
+    assert "RL against orm was not run on seed(s) 0: seed 0: its ORM ranks" in findings(summary)

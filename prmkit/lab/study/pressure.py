@@ -155,26 +155,31 @@ def per_problem(values: list, samples: int) -> list[float]:
     return a.mean(axis=1).tolist()
 
 
-CHECK_COLUMNS = {"prm": "prm_min", "orm": "orm"}
-"""The solution score each kind of reward model is checked by (the lab's PRM score; the ORM's only one)."""
+CHECK_COLUMNS = {"orm": "orm", "prm-min": "prm_min", "prm-product": "prm_product", "prm-last": "prm_last",
+                 "prm-sum": "prm_min"}
+"""The solution score each reward is checked by: its own credit rule's where the scored pool has it (a summed
+reward has no solution column: the PRM's min stands in). A reward with the answer check added is not gated:
+its answer term is exact."""
 
 
-def rm_check(scored_bon: str | Path, kind: str) -> dict:
-    """Whether a reward model is informative before anything is optimised against it: its ranking of the
-    policy's own held-out samples (the seed's best-of-N pool, graded by the oracle) against chance
-    (:func:`~prmkit.lab.study.pressure_measure.ranking_check`)."""
+def rm_check(scored_bon: str | Path, column: str) -> dict:
+    """Whether a reward model is informative before anything is optimised against it: its ranking, by solution
+    score ``column``, of the policy's own held-out samples (the seed's best-of-N pool, graded by the oracle)
+    against chance (:func:`~prmkit.lab.study.pressure_measure.ranking_check`)."""
     from prmkit.io import read_solutions
     from prmkit.lab.study.pressure_measure import ranking_check
 
     solutions = list(read_solutions(scored_bon))
-    column = CHECK_COLUMNS[kind]
-    return {"score": column, **ranking_check(solutions, [s.scores.get(column, np.nan) for s in solutions])}
+    missing = sum(column not in s.scores for s in solutions)
+    if missing:
+        raise ValueError(f"{scored_bon}: {missing} of {len(solutions)} samples have no {column!r} score")
+    return {"score": column, **ranking_check(solutions, [s.scores[column] for s in solutions])}
 
 
 def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, prompts_dir: str, rm_dirs: dict,
            progress: bool = False, device: str = "auto", checks: dict | None = None) -> dict:
     """One GRPO run of the policy against ``reward``; writes ``log.json`` (evaluation records, TRL's log).
-    A reward whose model fails its check (``checks``: kind -> :func:`rm_check`) is not optimised against:
+    A reward whose model fails its check (``checks``: reward -> :func:`rm_check`) is not optimised against:
     ``log.json`` says so and holds the check."""
     import torch
 
@@ -188,10 +193,10 @@ def job_rl(out: Path, cfg, seed: int, reward: str, base_dir: str, prompts_dir: s
     from prmkit.rl.reward import PRMReward
 
     kind = REWARDS[reward][0]
-    check = (checks or {}).get(kind)
+    check = (checks or {}).get(reward)
     if check is not None and not check["passes"]:
-        log = {"reward": reward, "skipped": f"its {kind.upper()} ranks the policy's samples no better than chance",
-               "check": check}
+        log = {"reward": reward, "skipped": f"its {kind.upper()} ranks the policy's samples (by {check['score']}) no "
+                                            "better than chance", "check": check}
         (out / "log.json").write_text(json.dumps(log, indent=1) + "\n")
         return {"skipped": True}
     init_worker()
@@ -308,8 +313,10 @@ class RL(Seeded):
 
     def run(self, out: Path) -> dict:
         rm_dirs = {"prm": self.prm.model_dir, "orm": self.orm.model_dir}
-        checks = {kind: rm_check(Path(job.folder) / "scored-bon.jsonl.gz", kind)
-                  for kind, job in (("prm", self.prm), ("orm", self.orm))}
+        checks = {}
+        if self.reward in CHECK_COLUMNS:
+            job = self.prm if REWARDS[self.reward][0] == "prm" else self.orm
+            checks[self.reward] = rm_check(Path(job.folder) / "scored-bon.jsonl.gz", CHECK_COLUMNS[self.reward])
         return job_rl(out, self.cfg, self.seed, self.reward, self.base.model_dir, self.prompts.folder, rm_dirs,
                       self.progress, self.device, checks)
 

@@ -178,16 +178,18 @@ def findings(summary: dict) -> str:
                      f"{percent(o['peak_gold'])}% (ORM, N = {o['peak_n']:,}).")
     for reward, per_seed in summary.get("rl_skipped", {}).items():
         parts.append(f"RL against {reward} was not run on seed(s) {', '.join(per_seed)}: " + "; ".join(
-            f"{v['why']} (AUROC {_num(v['check']['auroc'], 3)} {_interval(v['check']['ci95'])})" for v in per_seed.values())
-            + ".")
+            f"seed {s}: {v['why']} (within-problem AUROC {_num(v['check']['auroc'], 3)} {_interval(v['check']['ci95'])} "
+            f"over {v['check']['problems']} problems)" for s, v in per_seed.items()) + ".")
     for reward, r in summary["rl"].items():
         change = r["gold_change"]
         verdict = ("gold rose" if change["ci95"][0] > 0 else "gold fell" if change["ci95"][1] < 0
                    else "gold did not move beyond noise")
         part = ("proxy and gold never parted" if r["hacked_at"] is None
                 else f"proxy and gold parted at step {r['hacked_at']}")
-        parts.append(f"RL against {reward}: {verdict} ({interval(change, signed=True)} points); {part}; the fit over "
-                     f"sqrt(KL) {peak_reading(r['fit'], max(r['sqrt_kl']))}.")
+        only = (f" (seed(s) {', '.join(map(str, r['seeds']))} only)"
+                if len(r.get("seeds", summary["seeds"])) < len(summary["seeds"]) else "")
+        parts.append(f"RL against {reward}{only}: {verdict} ({interval(change, signed=True)} points); {part}; the fit "
+                     f"over sqrt(KL) {peak_reading(r['fit'], max(r['sqrt_kl']))}.")
     return " ".join(parts)
 
 

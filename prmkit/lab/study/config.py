@@ -260,6 +260,10 @@ class PressureConfig:
     rl_eval_problems: int = field(default=48, metadata={"help": "held-out problems RL is measured on"})
     rl_eval_samples: int = field(default=4, metadata={"help": "samples per held-out problem at each evaluation"})
     rm_steps: int = field(default=0, metadata={"help": "optimiser steps of every reward model (0: 300)"})
+    check: bool = field(default=True, metadata={
+        "help": "run RL only against a reward whose model ranks the policy's held-out samples better than chance "
+                "(false: against every reward, as the quick size does to test the RL path with models too small "
+                "to pass)"})
     restarts: int = field(default=3, metadata={
         "help": "runs of every reward model from distinct seeds, the best kept on a held-out tenth of its own labels "
                 "(on a development seed one ORM run ended at the class-prior loss, a constant score); 1: one run"})

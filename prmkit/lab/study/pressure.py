@@ -308,13 +308,13 @@ class RL(Seeded):
     prompts: Prompts = None
     prm: TrainScore = None
     orm: TrainScore = None
-    reads = ("pressure.rl", "pressure.rl_eval_samples", "base.max_length")  # the policy is keyed as ``base``
+    reads = ("pressure.rl", "pressure.rl_eval_samples", "pressure.check", "base.max_length")  # the policy: ``base``
     version = RL_VERSION
 
     def run(self, out: Path) -> dict:
         rm_dirs = {"prm": self.prm.model_dir, "orm": self.orm.model_dir}
         checks = {}
-        if self.reward in CHECK_COLUMNS:
+        if self.cfg.pressure.check and self.reward in CHECK_COLUMNS:
             job = self.prm if REWARDS[self.reward][0] == "prm" else self.orm
             checks[self.reward] = rm_check(Path(job.folder) / "scored-bon.jsonl.gz", CHECK_COLUMNS[self.reward])
         return job_rl(out, self.cfg, self.seed, self.reward, self.base.model_dir, self.prompts.folder, rm_dirs,

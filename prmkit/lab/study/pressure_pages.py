@@ -152,7 +152,9 @@ def wall_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     rows = [[stage, f"{t['wall_seconds'] / 60:.1f} min", str(t.get("jobs", ""))]
             for stage, t in summary["timings"].items()]
     runs = [x for r in summary["rl"].values() for x in r["seconds"]]
-    rows.append(["one RL run (mean / longest)", f"{np.mean(runs) / 60:.1f} / {max(runs) / 60:.1f} min", str(len(runs))])
+    if runs:  # none when every reward failed its check
+        rows.append(["one RL run (mean / longest)", f"{np.mean(runs) / 60:.1f} / {max(runs) / 60:.1f} min",
+                     str(len(runs))])
     rows.append(["the whole study", f"{summary['total_wall_seconds'] / 60:.1f} min", ""])
     return ["stage", "wall time", "jobs"], rows
 

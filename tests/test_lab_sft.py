@@ -42,35 +42,48 @@ def small(**over) -> object:
 
 
 @pytest.mark.slow
-def test_fine_tuning_raises_pass_at_1_and_resumes_a_killed_run(lab_cache, monkeypatch):
+def test_fine_tuning_raises_pass_at_1_and_resumes_a_run_killed_mid_round(lab_cache, monkeypatch):
     import torch
 
     import prmkit.lab.policy as policy
+    import prmkit.train.loop as loop
 
     torch.set_num_threads(1)
     cfg = small()
+    train = loop.train
 
-    def killed(*args):
-        raise KeyboardInterrupt  # killed after its rounds, before the policy is published
+    def killed_in_round_1(config):
+        if "round-1" in config.out:
+            raise KeyboardInterrupt  # killed as round 1 starts to train: its samples are kept, nothing else
+        return train(config)
 
-    publish = policy._publish
-    monkeypatch.setattr(policy, "_publish", killed)
+    monkeypatch.setattr(loop, "train", killed_in_round_1)
     with pytest.raises(KeyboardInterrupt):
         policy.ensure_policy(cfg, log=lambda *a: None)
-    assert not policy.policy_path(cfg).exists()
-    monkeypatch.setattr(policy, "_publish", publish)  # (not undo(): that would drop lab_cache's PRMKIT_CACHE too)
+    part = policy.policy_path(cfg).with_name(f".{policy.policy_path(cfg).name}.part")
+    assert (part / "warm" / "round.json").is_file() and (part / "round-1" / "kept.jsonl.gz").is_file()
+    assert not (part / "round-1" / "round.json").exists() and not policy.policy_path(cfg).exists()
+    monkeypatch.setattr(loop, "train", train)  # (not undo(): that would drop lab_cache's PRMKIT_CACHE too)
 
-    def again(*args, **kwargs):
-        raise AssertionError("a finished round was fine-tuned again")
+    sample = policy._sample
 
-    monkeypatch.setattr(policy, "_fine_tune", again)
+    def measure_only(cfg, model, split, *args):
+        assert split == "sft-measure", f"{split} sampled again: the killed round's kept samples were not reused"
+        return sample(cfg, model, split, *args)
+
+    def no_rules(*args):
+        raise AssertionError("the finished warm start was redone")
+
+    monkeypatch.setattr(policy, "_sample", measure_only)
+    monkeypatch.setattr(policy, "rules_passing", no_rules)
     folder = policy.ensure_policy(cfg, log=lambda *a: None)
     rounds = json.loads((folder / "policy.json").read_text())["rounds"]
     assert [r["source"] for r in rounds] == ["base", "rules", "self"]
     assert rounds[1]["kept"] == 3000 and rounds[2]["kept"] > 0
     assert rounds[1]["pass@1"] > rounds[0]["pass@1"] + 0.05, rounds  # the generator's right answers teach it
     assert rounds[1]["step_limit@1"] > rounds[0]["step_limit@1"], rounds
-    assert not any(Path(folder).rglob("checkpoints"))
+    assert not any(Path(folder).rglob("checkpoints")) and not part.exists()
+    monkeypatch.setattr(policy, "_sample", sample)
     tuned, base = (policy.measure_pool(cfg.replace({"policy": p}), seed=0, problems=30, samples=4) for p in ("sft", "lm"))
     assert tuned["pass@1"] > base["pass@1"]  # the lab's pools under policy=sft are the fine-tuned model's samples
 

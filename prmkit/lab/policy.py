@@ -75,7 +75,8 @@ def job_policy(out: Path, cfg, progress: bool, device: str = "auto") -> dict:
     folder = ensure_policy(cfg, progress, log=lambda *a: None, device=device)
     info = json.loads((folder / "policy.json").read_text())
     (out / "policy.json").write_text(json.dumps({**info, "path": str(folder)}, indent=2) + "\n")
-    return {"path": str(folder), "rounds": len(info["rounds"]) - 1, "pass@1": info["rounds"][-1]["pass@1"]}
+    return {"path": str(folder), "rounds": sum(r["source"] == "self" for r in info["rounds"]),
+            "pass@1": info["rounds"][-1]["pass@1"]}
 
 
 def ensure_policy(cfg, progress: bool = False, log=print, device: str = "auto") -> Path:
@@ -136,10 +137,15 @@ def _measured(work: Path, cfg, model: Path, device: str, extra: dict) -> dict:
 def measure(cfg, model: Path, device: str = "auto") -> dict:
     """pass@1, valid@1 (``step_limit@1``) and right-answer-wrong-step of ``model``'s samples of the
     ``sft-measure`` problems (the same problems and seeds for every round)."""
+    sft = cfg.sft
+    return measures(_sample(cfg, model, "sft-measure", sft.measure_problems, sft.measure_samples, device))
+
+
+def measures(pool: list) -> dict:
+    """:data:`MEASURES` of a graded pool (:func:`prmkit.lab.stats.pool_stats`)."""
     from prmkit.lab.stats import pool_stats
 
-    sft = cfg.sft
-    stats = pool_stats(_sample(cfg, model, "sft-measure", sft.measure_problems, sft.measure_samples, device))
+    stats = pool_stats(pool)
     return {k: stats[k] for k in MEASURES}
 
 
@@ -147,10 +153,8 @@ def measure_pool(cfg, seed: int, problems: int, samples: int, split: str = "eval
     """:data:`MEASURES` of ``cfg``'s policy (``lm``: the base; ``sft``: the fine-tuned base) on the first
     ``problems x samples`` of its ``split`` pool for ``seed``: what the lab run and the studies would sample."""
     from prmkit.lab.pools import generate_pool
-    from prmkit.lab.stats import pool_stats
 
-    stats = pool_stats(generate_pool(cfg, seed, split, problems, samples, device=device))
-    return {k: stats[k] for k in MEASURES}
+    return measures(generate_pool(cfg, seed, split, problems, samples, device=device))
 
 
 def _fine_tune(work: Path, cfg, model: Path, r: int, progress: bool, device: str, rules: bool = False) -> int:
@@ -243,5 +247,5 @@ def _publish(folder: Path, tmp: Path, model: Path, cfg, rounds: list[dict], seco
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-__all__ = ["MEASURES", "ensure_policy", "expert_iteration", "job_policy", "measure", "measure_pool", "passes", "policy_folder", "policy_key",
+__all__ = ["MEASURES", "ensure_policy", "expert_iteration", "job_policy", "measure", "measure_pool", "measures", "passes", "policy_folder", "policy_key",
            "policy_path"]

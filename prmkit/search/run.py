@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from prmkit.config import differing
 from prmkit.generate.config import GenerateConfig
 from prmkit.search.strategies import SearchConfig
 
@@ -99,7 +100,6 @@ def check_stamps(paths: list[Path], stamp: dict) -> None:
     for path in paths:
         if not path.exists():
             continue
-        from prmkit.config import differing
         from prmkit.io import open_text
 
         with open_text(path) as f:

@@ -345,8 +345,8 @@ def stages(cfg, ctx) -> list:
             for kind in ("prm", "orm")}
     rl = [RL(str(ctx.seed_dir(s) / f"rl-{reward}"), cfg, s, reward, policy, prompts[s], rms[s, "prm", top, None],
              rms[s, "orm", top, None], **ctx.how) for reward in pc.rewards for s in ctx.seeds]
-    policies = [policy] if policy is not base else []
-    return [("base", [base, *sizes.values(), *policies]), ("data", [*data.values(), *prompts.values()]),
+    policies = [("policy", [policy])] if policy is not base else []  # after its base: it fine-tunes that model
+    return [("base", [base, *sizes.values()]), *policies, ("data", [*data.values(), *prompts.values()]),
             ("rm", list(rms.values())), ("rl", rl)]
 
 

@@ -1,7 +1,7 @@
 """The ``sft`` policy: the lab's base fine-tuned by expert iteration on its own samples, cached like the base.
 
-The base model is pretrained on the rule-based generator's output, misconceptions and all, and samples
-the calibrated family with a pass@1 of about 5%: too weak a policy to optimise (issue 34, "a policy worth
+The base model is pretrained on the rule-based generator's output, misconceptions and all, and rarely
+answers the calibrated family right (``docs/pressure.md``): too weak a policy to optimise (issue 34, "a policy worth
 optimising"). The paper's generator was fine-tuned to the step format before it sampled; here the base is
 fine-tuned on its *own* samples that pass a filter (rejection-sampling SFT, expert iteration):
 
@@ -18,8 +18,8 @@ fine-tuned on its *own* samples that pass a filter (rejection-sampling SFT, expe
 With ``sft.warm_start`` set, the rounds start from the base fine-tuned first on that many of the rule-based
 generator's samples that pass the same filter (the generator the base was pretrained on: a teacher whose
 passing samples are a step-format fine-tuning set, as the paper's generator had one): on the calibrated family
-the base alone gets 2.4% of answers right, none through valid steps, and one round of fine-tuning on its 175
-right answers of 8,000 samples left pass@1 where it was (``docs/pressure.md``, "A policy worth optimising").
+one round of expert iteration from the base alone left pass@1 where it was (``docs/pressure.md``, "A policy
+worth optimising").
 
 Every measurement (round 0 is the base) is kept in ``policy.json`` beside the weights, with its ``source``
 (``base``, ``rules`` for the warm start, ``self`` for a round of expert iteration). The cache folder is

@@ -103,17 +103,26 @@ def ensure_base(cfg, progress: bool = True, log=print, device: str = "auto") -> 
     :func:`pretrain_pool` from the initial weights of :func:`build_model`. It runs in a ``.part`` folder that
     keeps its checkpoints, so a killed pretraining resumes where it stopped.
     """
-    folder = base_path(cfg, device)
-    if (folder / "base.json").is_file():
+
+    def pretrain(folder: Path) -> None:
+        _pretrain_into(folder, cfg, progress, device)
+        log(f"base model pretrained -> {folder}")
+
+    return build_once(base_path(cfg, device), "base.json", pretrain)
+
+
+def build_once(folder: Path, marker: str, build) -> Path:
+    """``folder``, made by ``build(folder)`` unless it holds ``marker`` (the file a build writes last): one build
+    per folder across processes (a second waits on the lock, then finds it done)."""
+    if (folder / marker).is_file():
         return folder
     import fcntl
 
     folder.parent.mkdir(parents=True, exist_ok=True)
     with open(folder.with_name(f".{folder.name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one pretraining per base: a second process waits, then finds it
-        if not (folder / "base.json").is_file():
-            _pretrain_into(folder, cfg, progress, device)
-            log(f"base model pretrained -> {folder}")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / marker).is_file():
+            build(folder)
     return folder
 
 
@@ -231,5 +240,5 @@ def load_base(folder: str | os.PathLike):
     return model, tok
 
 
-__all__ = ["BaseConfig", "base_key", "base_path", "cache_dir", "ensure_base", "lab_format", "lab_tokenizer",
+__all__ = ["BaseConfig", "base_key", "base_path", "build_once", "cache_dir", "ensure_base", "lab_format", "lab_tokenizer",
            "load_base", "pretrain_config"]

@@ -81,18 +81,13 @@ def job_policy(out: Path, cfg, progress: bool, device: str = "auto") -> dict:
 
 def ensure_policy(cfg, progress: bool = False, log=print, device: str = "auto") -> Path:
     """The folder of ``cfg``'s fine-tuned policy, made by :func:`expert_iteration` if not cached."""
-    import fcntl
+    from prmkit.lab.base import build_once
 
-    folder = policy_path(cfg, device)
-    if (folder / "policy.json").is_file():
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.with_name(f".{folder.name}.lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one fine-tuning per policy: a second process waits, then finds it
-        if not (folder / "policy.json").is_file():
-            expert_iteration(cfg, folder, progress, log, device)
-            log(f"policy fine-tuned -> {folder}")
-    return folder
+    def fine_tune(folder: Path) -> None:
+        expert_iteration(cfg, folder, progress, log, device)
+        log(f"policy fine-tuned -> {folder}")
+
+    return build_once(policy_path(cfg, device), "policy.json", fine_tune)
 
 
 def expert_iteration(cfg, folder: Path, progress: bool, log, device: str) -> None:

@@ -118,9 +118,18 @@ class Scorer:
     def probabilities(self, problems: list[str], step_lists: list[list[str]], batch_size: int = 32,
                       sort_by_length: bool = True) -> list[np.ndarray]:
         """Per solution, the class probabilities of each kept step, in one forward pass per solution."""
+        return self.probabilities_of(self.encodings(problems, step_lists), batch_size, sort_by_length)
+
+    def encodings(self, problems: list[str], step_lists: list[list[str]]) -> list:
+        """The formatter's encoding of each solution, as :meth:`probabilities_of` reads it (truncation counted)."""
         encs = encode_many(self.tokenizer, list(zip(problems, step_lists)), self.fmt)
         for enc in encs:
             self.truncation.add(enc)
+        return encs
+
+    def probabilities_of(self, encs: list, batch_size: int = 32, sort_by_length: bool = True) -> list[np.ndarray]:
+        """:meth:`probabilities` of solutions already encoded (:meth:`encodings`): for a caller that also needs
+        the encodings (a search counting the tokens it scored)."""
         order = sorted(range(len(encs)), key=lambda i: len(encs[i])) if sort_by_length else list(range(len(encs)))
         out: list[np.ndarray] = [None] * len(encs)  # type: ignore[list-item]
         for s in range(0, len(order), batch_size):

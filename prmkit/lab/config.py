@@ -81,8 +81,9 @@ KEEPS = ("correct", "valid")
 
 @dataclass(frozen=True)
 class PolicyConfig:
-    """The ``sft`` policy: the base fine-tuned by expert iteration on its own samples (:mod:`prmkit.lab.policy`).
-    Inert: checked on creation, no I/O."""
+    """The ``sft`` policy: the base fine-tuned on the rule-based generator's passing samples (the warm start), then
+    by expert iteration on its own while below ``target`` (:mod:`prmkit.lab.policy`). Inert: checked on creation,
+    no I/O."""
 
     rounds: int = field(default=4, metadata={"help": "most rounds of sample, filter, fine-tune (after the warm start)"})
     target: float = field(default=0.25, metadata={
@@ -170,8 +171,9 @@ class LabConfig:
     """What samples the eval, train and ood pools: ``rules``, the rule-based generator (exact to its
     design, instant); ``lm``, the lab's base model sampled at temperature 1 (``prmkit generate --backend
     lab-lm``: a policy with weights, what search and RL can optimise). The base is pretrained on the
-    rule-based generator's output either way; ``sft``, the base fine-tuned by expert iteration on its own
-    passing samples (``sft``; :mod:`prmkit.lab.policy`), sampled the same way."""
+    rule-based generator's output either way; ``sft``, the base fine-tuned into a policy (a warm
+    start on the generator's passing samples, then expert iteration while below target: ``sft``;
+    :mod:`prmkit.lab.policy`), sampled the same way."""
     eval_problems: int = 300
     """Held-out problems for best-of-N."""
     eval_samples: int = 64

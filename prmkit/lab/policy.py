@@ -1,25 +1,24 @@
-"""The ``sft`` policy: the lab's base fine-tuned by expert iteration on its own samples, cached like the base.
+"""The ``sft`` policy: the lab's base fine-tuned into a policy worth optimising, cached like the base.
 
 The base model is pretrained on the rule-based generator's output, misconceptions and all, and rarely
-answers the calibrated family right (``docs/pressure.md``): too weak a policy to optimise (issue 34, "a policy worth
-optimising"). The paper's generator was fine-tuned to the step format before it sampled; here the base is
-fine-tuned on its *own* samples that pass a filter (rejection-sampling SFT, expert iteration):
+answers the calibrated family right (``docs/pressure.md``): too weak a policy to optimise (issue 34, "a policy
+worth optimising"). Two stages, each fine-tuning on samples that pass ``sft.keep`` (``correct``: a right final
+answer; ``valid``: and every step valid by the oracle) by next-token prediction (``prmkit train lm``, the
+product's loop), ``sft.epochs`` passes:
 
-1. sample ``sft.problems x sft.samples`` solutions of fresh problems (split ``sft-<round>``) at temperature 1
-   with the current model (:func:`prmkit.lab.pools.sample_lm`, the product's generator);
-2. keep those that pass ``sft.keep``: ``correct``, a right final answer (what an outcome check can see);
-   ``valid``, a right answer with every step valid by the oracle (what a step check can see);
-3. fine-tune the current model on them by next-token prediction (``prmkit train lm``, the product's loop),
-   ``sft.epochs`` passes;
-4. measure pass@1, valid@1 (every step valid and the answer right) and the share of right answers reached
-   through a wrong step on ``sft.measure_problems x sft.measure_samples`` samples of another split
-   (``sft-measure``), and stop once pass@1 reaches ``sft.target`` or after ``sft.rounds`` rounds.
+1. **the warm start** (``sft.warm_start`` samples, 20,000 by default; 0 skips it): the rule-based generator's
+   passing samples (the generator the base was pretrained on, whose right answers play the part of the paper's
+   step-format fine-tuning set);
+2. **expert iteration** (rejection-sampling SFT), while pass@1 on the measure problems is below ``sft.target``
+   and for at most ``sft.rounds`` rounds: sample ``sft.problems x sft.samples`` solutions of fresh problems
+   (split ``sft-<round>``) at temperature 1 with the current model (:func:`prmkit.lab.pools.sample_lm`, the
+   product's generator), keep the passing ones, fine-tune on them. With the defaults the warm start is past
+   the target already and no round runs; from the base alone, one round left pass@1 where it was
+   (``docs/pressure.md``).
 
-With ``sft.warm_start`` set, the rounds start from the base fine-tuned first on that many of the rule-based
-generator's samples that pass the same filter (the generator the base was pretrained on: a teacher whose
-passing samples are a step-format fine-tuning set, as the paper's generator had one): on the calibrated family
-one round of expert iteration from the base alone left pass@1 where it was (``docs/pressure.md``, "A policy
-worth optimising").
+After each stage, pass@1, valid@1 (every step valid and the answer right) and the share of right answers reached
+through a wrong step are measured on ``sft.measure_problems x sft.measure_samples`` samples of another split
+(``sft-measure``).
 
 Every measurement (round 0 is the base) is kept in ``policy.json`` beside the weights, with its ``source``
 (``base``, ``rules`` for the warm start, ``self`` for a round of expert iteration). The cache folder is

@@ -63,16 +63,13 @@ class PRMScorer:
         self.batch_size = batch_size
 
     def score(self, items):
-        from prmkit.model.formatter import encode
         from prmkit.model.labels import step_scores as class_scores
 
-        problems, steps = [p.problem for p, _ in items], [list(s) for _, s in items]
-        probs = self.scorer.probabilities(problems, steps, batch_size=self.batch_size)
+        encs = self.scorer.encodings([p.problem for p, _ in items], [list(s) for _, s in items])
         out = []
-        for problem, st, rows in zip(problems, steps, probs):
+        for enc, rows in zip(encs, self.scorer.probabilities_of(encs, batch_size=self.batch_size)):
             p = np.array([class_scores(list(r), self.scorer.neutral)["p_correct"] for r in rows], dtype=float)
-            tokens = len(encode(self.scorer.tokenizer, problem, st, self.scorer.fmt).input_ids)
-            out.append((p, tokens))
+            out.append((p, len(enc.input_ids)))  # the tokens this prefix cost the PRM, from the one encoding
         return out
 
 

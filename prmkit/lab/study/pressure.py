@@ -264,7 +264,7 @@ def check_config(cfg) -> None:
     pc = cfg.pressure
     if cfg.policy not in ("lm", "sft"):
         raise ValueError("the pressure study optimises a lab model: run it with policy=lm (the base) or policy=sft "
-                         "(the base fine-tuned by expert iteration)")
+                         "(the base fine-tuned into a policy: prmkit.lab.policy)")
     if pc.rl.temperature != 1.0:
         raise ValueError("pressure.rl.temperature must be 1: the KL estimate reads the policy's own distribution, "
                          "which a tempered sampler does not draw from")

@@ -166,7 +166,8 @@ def _fine_tune(work: Path, cfg, model: Path, r: int, progress: bool, device: str
             pool = _sample(cfg, model, f"sft-{r}", sft.problems, sft.samples, device)
         kept = [s for s in pool if passes(s, sft.keep)]
         if not kept:
-            raise RuntimeError(f"expert iteration round {r}: none of {len(pool)} samples passed keep={sft.keep!r}; "
+            stage = "the warm start" if rules else f"expert iteration round {r}"
+            raise RuntimeError(f"{stage}: none of {len(pool)} samples passed keep={sft.keep!r}; "
                                "raise sft.problems or sft.samples")
         part = work / "kept.part.jsonl.gz"  # renamed into place: a killed round never leaves a short file
         write_records(part, kept)
@@ -241,5 +242,5 @@ def _publish(folder: Path, tmp: Path, model: Path, cfg, rounds: list[dict], seco
     shutil.rmtree(tmp, ignore_errors=True)
 
 
-__all__ = ["MEASURES", "ensure_policy", "expert_iteration", "job_policy", "measure", "measure_pool", "measures", "passes", "policy_folder", "policy_key",
-           "policy_path"]
+__all__ = ["MEASURES", "ensure_policy", "expert_iteration", "job_policy", "measure", "measure_pool", "measures", "passes",
+           "policy_folder", "policy_key", "policy_path", "rules_passing"]

@@ -275,3 +275,45 @@ def test_a_step_at_a_time_from_a_model_with_a_stop_string(tmp_path, tiny_lm, tin
     rounds = max(t["round"] for t in record["trace"]) + 1
     assert len(record["chosen"]["steps"]) <= 3 and rounds <= 3
     assert record["cost"]["generated_tokens"] <= 6 * len(record["trace"])
+
+
+def test_a_served_prm_searches_as_the_same_prm_in_process(tmp_path, tiny_prm, capsys):
+    """``--prm-url``: the PRM behind ``prmkit serve --scorer`` (a real server, httpx) gives the in-process scorer's
+    step scores and token counts, so the same search picks the same solutions; the stamp keys the served weights
+    (a resume across the two is allowed only where they are the same model); a dead server is named."""
+    from prmkit.cli import main
+    from prmkit.io import write_records
+    from prmkit.lab.config import preset
+    from prmkit.lab.domain import make_problems
+    from prmkit.search.adapters import PRMScorer, ServedScorer
+    from prmkit.serve import background, free_port
+    from prmkit.serve.app import ServeConfig, Service
+
+    problems = make_problems(preset("quick").domain, 3, seed=0)
+    items = [(p, ["A + 1 : 67 + 1 = 68", "B - 2 : 68 - 2 = 66"][:k]) for p in problems for k in (1, 2)]
+    service = Service(ServeConfig(scorer=str(tiny_prm), max_batch=8))
+    try:
+        with background(service) as url:
+            served = ServedScorer(url, batch_size=4)
+            assert served.identity["scorer_kind"] == "prm" and served.identity["scorer_weights"]
+            here = PRMScorer(tiny_prm, device="cpu").score(items)
+            there = served.score(items)
+            assert [t for _, t in there] == [t for _, t in here]
+            assert all(np.allclose(a, b, atol=1e-6) for (a, _), (b, _) in zip(there, here))
+            write_records(tmp_path / "p.jsonl", problems)
+            common = ["--backend", "lab", "--model", "quick", "--strategy", "beam", "--n", "4", "--m", "2", "--no-progress"]
+            assert main(["search", str(tmp_path / "p.jsonl"), str(tmp_path / "a.jsonl"), "--prm-url", url, *common]) == 0
+            assert main(["search", str(tmp_path / "p.jsonl"), str(tmp_path / "b.jsonl"), "--prm", str(tiny_prm),
+                         *common]) == 0
+    finally:
+        service.close()
+    capsys.readouterr()
+    a, b = ([json.loads(line) for line in (tmp_path / f"{x}.jsonl").read_text().splitlines()] for x in "ab")
+    assert [r["chosen"] for r in a] == [r["chosen"] for r in b]
+    assert [r["cost"] for r in a] == [r["cost"] for r in b]
+    assert a[0]["stamp"]["prm_weights"] == b[0]["stamp"]["prm_weights"] and a[0]["stamp"]["prm"] == "served"
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    assert main(["search", str(tmp_path / "p.jsonl"), str(tmp_path / "c.jsonl"), "--prm-url", dead, *common]) != 0
+    assert f"GET {dead.removesuffix('/v1')}/health" in capsys.readouterr().err
+    assert main(["search", str(tmp_path / "p.jsonl"), str(tmp_path / "c.jsonl"), *common]) != 0
+    assert "needs one PRM" in capsys.readouterr().err

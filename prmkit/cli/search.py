@@ -14,6 +14,7 @@ examples:
   prmkit search problems.jsonl out.jsonl --prm runs/prm --backend lab --model default --strategy dvts --n 16
   prmkit search problems.jsonl out.jsonl --prm runs/prm --backend openai --model served --strategy particles
   prmkit search problems.jsonl out.jsonl --prm runs/prm --backend hf --model ./policy --strategy beam --lookahead 2
+  prmkit search problems.jsonl out.jsonl --prm-url http://localhost:8000/v1 --backend lab --strategy beam   (a PRM served by prmkit serve --scorer)
 
 Strategies (docs/search.md): best_of_n and weighted (N whole samples; the weighted pick groups answers by the
 grader), beam (N first steps, the N/M best prefixes kept and each extended by M one-step continuations), dvts

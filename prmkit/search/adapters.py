@@ -1,5 +1,6 @@
 """The world behind a search: any ``prmkit generate`` backend as an :class:`~prmkit.search.core.Expander`, and a
-``prmkit train`` PRM as a :class:`~prmkit.search.core.PrefixScorer`.
+``prmkit train`` PRM as a :class:`~prmkit.search.core.PrefixScorer`, in this process (:class:`PRMScorer`) or served
+by ``prmkit serve --scorer`` (:class:`ServedScorer`, over ``/v1/score``).
 
 One step is the step splitter's step: a backend continues a prefix as far as it samples, and the continuation is
 cut after its first step (the tokens it generated past that are counted: they were paid for; give a backend the
@@ -73,4 +74,47 @@ class PRMScorer:
         return out
 
 
-__all__ = ["BackendExpander", "PRMScorer"]
+class ServedScorer:
+    """A PRM served by ``prmkit serve --scorer`` as a prefix scorer, through its ``/v1/score`` endpoint (httpx):
+    the same step P(correct) and token counts as :class:`PRMScorer` on the same folder, ``batch_size`` prefixes per
+    request. ``url`` is the server's API root (``http://host:port/v1``)."""
+
+    def __init__(self, url: str, batch_size: int = 32, timeout: float = 300.0):
+        import httpx
+
+        self.url, self.batch_size = url.rstrip("/"), batch_size
+        self.client = httpx.Client(timeout=timeout)
+        health = self._call("GET", "/health", root=True)
+        self.identity = {k: health.get(k) for k in ("scorer_kind", "scorer_weights")}
+        if self.identity["scorer_kind"] != "prm":
+            raise ValueError(f"{self.url} serves no PRM to search with (its scorer: {self.identity['scorer_kind']}; "
+                             "start it with prmkit serve --scorer PRM_FOLDER)")
+
+    def _call(self, method: str, path: str, body: dict | None = None, root: bool = False) -> dict:
+        """``path`` under the API root (``root``: under the server's root, where ``/health`` is)."""
+        import httpx
+
+        where = (self.url.removesuffix("/v1") if root else self.url) + path
+        try:
+            reply = self.client.request(method, where, json=body)
+        except httpx.HTTPError as e:
+            raise ConnectionError(f"{method} {where}: {type(e).__name__}: {e} (is prmkit serve running there?)") from e
+        if reply.status_code != 200:
+            raise ConnectionError(f"{method} {where}: HTTP {reply.status_code}: {reply.text[:500]}")
+        return reply.json()
+
+    def score(self, items):
+        out = []
+        for s in range(0, len(items), self.batch_size):
+            chunk = items[s:s + self.batch_size]
+            body = {"solutions": [{"problem": p.problem, "steps": list(st)} for p, st in chunk]}
+            for reply in self._call("POST", "/score", body)["solutions"]:
+                p = np.array([st["p_correct"] for st in reply["steps"] if "p_correct" in st], dtype=float)
+                out.append((p, int(reply["tokens"])))
+        return out
+
+    def close(self) -> None:
+        self.client.close()
+
+
+__all__ = ["BackendExpander", "PRMScorer", "ServedScorer"]

@@ -28,20 +28,39 @@ class SearchRunConfig(SearchConfig):
     config) and how many problems go to the backend at once."""
 
     prm: str = field(default="", metadata={"help": "the PRM: a folder written by `prmkit train prm`"})
+    prm_url: str = field(default="", metadata={
+        "help": "or a PRM served by `prmkit serve --scorer` (its API root, http://host:port/v1), scored over /v1/score"})
     prm_device: str = field(default="auto", metadata={"help": "where the PRM runs: auto, cpu or cuda"})
     chunk: int = field(default=8, metadata={"help": "problems searched together (one batch per round)"})
     generate: GenerateConfig = field(default_factory=GenerateConfig)
 
 
-def stamp_of(cfg: SearchRunConfig, backend) -> dict:
+def stamp_of(cfg: SearchRunConfig, backend, scorer=None) -> dict:
     """What a search result depends on: every search setting, what one step is, the generator's identity, the PRM's
-    weights."""
+    weights (a served PRM's as its server reports them: the same weights served elsewhere give the same stamp)."""
     from prmkit.model.identity import weights_digest
 
     settings = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(SearchConfig)}
     steps = {"steps": cfg.generate.steps, "step_separator": cfg.generate.step_separator}  # what one step is
-    return {"search": settings, "steps": steps, "generator": backend.identity(), "prm": cfg.prm,
-            "prm_weights": weights_digest(cfg.prm)}
+    if cfg.prm_url:
+        prm = {"prm": "served", "prm_weights": scorer.identity["scorer_weights"]}
+    else:
+        prm = {"prm": cfg.prm, "prm_weights": weights_digest(cfg.prm)}
+    return {"search": settings, "steps": steps, "generator": backend.identity(), **prm}
+
+
+def make_scorer(cfg: SearchRunConfig):
+    """The PRM of ``cfg``: the folder ``prm`` loaded in this process, or the server at ``prm_url``."""
+    from prmkit.search.adapters import PRMScorer, ServedScorer
+
+    if bool(cfg.prm) == bool(cfg.prm_url):
+        raise ValueError("prmkit search needs one PRM: --prm (a folder written by `prmkit train prm`) or --prm-url "
+                         "(a `prmkit serve --scorer` server)")
+    if cfg.prm_url:
+        return ServedScorer(cfg.prm_url)
+    from prmkit.device import torch_device
+
+    return PRMScorer(cfg.prm, device=str(torch_device(cfg.prm_device)))
 
 
 def record_id(record: dict) -> str:
@@ -53,25 +72,22 @@ def search_file(inp: str, out: str, cfg: SearchRunConfig, input_format: str = "p
     """Search every problem of ``inp``; write ``out``; return a summary (problems, seconds, mean cost)."""
     from tqdm.auto import tqdm
 
-    from prmkit.device import torch_device
     from prmkit.generate.backend import make_backend, problem_key
     from prmkit.generate.run import read_problem_file
     from prmkit.io import append_partial, finished_lines, merge_partial, output_keys
-    from prmkit.search.adapters import BackendExpander, PRMScorer
+    from prmkit.search.adapters import BackendExpander
     from prmkit.search.strategies import search
 
-    if not cfg.prm:
-        raise ValueError("prmkit search needs --prm (a PRM folder written by `prmkit train prm`)")
+    scorer = make_scorer(cfg)
     problems = read_problem_file(inp, input_format)
     backend = make_backend(dataclasses.replace(cfg.generate, seed=cfg.seed))
-    stamp = stamp_of(cfg, backend)
+    stamp = stamp_of(cfg, backend, scorer)
     out_path = Path(out)
     part = out_path.with_name(f".{out_path.name}.part")
     check_stamps([out_path, part], stamp)
     done = output_keys(out_path, record_id) | finished_lines(part, record_id)
     todo = [p for p in problems if problem_key(p) not in done]
     expander = BackendExpander(backend, cfg.generate.steps)
-    scorer = PRMScorer(cfg.prm, device=str(torch_device(cfg.prm_device)))
     totals = {"generated_tokens": 0, "prm_calls": 0, "prm_tokens": 0}
     start = time.perf_counter()
     try:
@@ -88,6 +104,8 @@ def search_file(inp: str, out: str, cfg: SearchRunConfig, input_format: str = "p
                 bar.set_postfix(tokens_per_s=f"{totals['generated_tokens'] / (time.perf_counter() - start):.0f}")
     finally:
         backend.close()
+        if hasattr(scorer, "close"):
+            scorer.close()
     merge_partial(out_path, part, record_id, inputs=[inp])
     searched = max(len(todo), 1)
     return {"problems": len(problems), "searched": len(todo), "skipped": len(problems) - len(todo),
@@ -113,4 +131,4 @@ def check_stamps(paths: list[Path], stamp: dict) -> None:
                                      f"{', '.join(differ) or 'its stamp'}): write to another OUT, or delete it")
 
 
-__all__ = ["GENERATION_ONLY", "SearchRunConfig", "check_stamps", "search_file", "stamp_of"]
+__all__ = ["GENERATION_ONLY", "SearchRunConfig", "check_stamps", "make_scorer", "search_file", "stamp_of"]

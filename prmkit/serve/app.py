@@ -8,8 +8,9 @@
   whatever else is in flight;
 - ``POST /v1/score``: ``{"solutions": [{"problem": "...", "steps": ["...", ...]}, ...]}`` (or one
   ``problem`` and ``steps``) in; per solution the step scores and solution scores that ``prmkit score``
-  writes (``p_correct`` per step, ``prm_min`` ...; ``orm`` for an ORM) out, from
-  :class:`prmkit.score.Scorer`: the model's saved formatter, as in training;
+  writes (``p_correct`` per step, ``prm_min`` ...; ``orm`` for an ORM) and the solution's ``tokens`` out, from
+  :class:`prmkit.score.Scorer`: the model's saved formatter, as in training; ``GET /health`` names the scorer's
+  kind and weights' digest;
 - with ``--critic`` (a PRM folder), ``POST /v1/chat/completions`` is a judge instead of the generator, a
   stand-in for an LLM judge: the last user message must be a ProcessBench critique prompt
   (:func:`prmkit.label.auto.judge.critique_prompt`; any other message is a 400), the PRM scores its
@@ -165,6 +166,16 @@ class Service:
             shared = critic is self.scorer
             self.critic_batcher = self.score_batcher if shared else Batcher(self._critic_score, cfg.max_batch, wait)
 
+    def scorer_identity(self) -> dict:
+        """What the served scorer is, for a client that keys its results by it (``prmkit search --prm-url``): its
+        kind and its weights' digest (None for a scorer handed in without a folder)."""
+        if self.scorer is None:
+            return {}
+        from prmkit.model.identity import weights_digest
+
+        return {"scorer_kind": self.scorer.card.kind,
+                "scorer_weights": weights_digest(self.cfg.scorer) if self.cfg.scorer else None}
+
     @property
     def models(self) -> list[str]:
         """The model names requests may send (what ``/v1/models`` lists)."""
@@ -199,12 +210,13 @@ class Service:
         """Per (problem, steps), what ``/v1/score`` answers: step scores (none past truncation) and solution scores."""
         from prmkit.schema import Solution
 
-        probs = scorer.probabilities([p for p, _ in items], [s for _, s in items], self.cfg.max_batch)
+        encs = scorer.encodings([p for p, _ in items], [s for _, s in items])
         out = []
-        for (problem, steps), p in zip(items, probs):
+        for (problem, steps), enc, p in zip(items, encs, scorer.probabilities_of(encs, self.cfg.max_batch)):
             sol = Solution.from_steps(problem, steps)
             scorer.annotate(sol, p)
-            out.append({"steps": [s.scores for s in sol.steps], "scores": sol.scores})
+            # ``tokens``: what the solution cost the model (a search counts the PRM tokens it paid for)
+            out.append({"steps": [s.scores for s in sol.steps], "scores": sol.scores, "tokens": len(enc.input_ids)})
         return out
 
     def close(self) -> None:
@@ -225,7 +237,7 @@ def build_app(service: Service) -> FastAPI:
     @app.get("/health")
     def health():
         return {"status": "ok", "generator": service.sampler is not None, "scorer": service.scorer is not None,
-                "critic": service.critic is not None}
+                "critic": service.critic is not None, **service.scorer_identity()}
 
     @app.get("/v1/models")
     def models():

@@ -312,8 +312,52 @@ def test_a_served_prm_searches_as_the_same_prm_in_process(tmp_path, tiny_prm, ca
     assert [r["chosen"] for r in a] == [r["chosen"] for r in b]
     assert [r["cost"] for r in a] == [r["cost"] for r in b]
     assert a[0]["stamp"]["prm_weights"] == b[0]["stamp"]["prm_weights"] and a[0]["stamp"]["prm"] == "served"
+    assert main(["search", str(tmp_path / "p.jsonl"), str(tmp_path / "i.jsonl"), "--prm", str(tiny_prm),
+                 "--incremental", *common]) == 0  # the key/value cache kept between rounds: the same picks
+    inc = [json.loads(line) for line in (tmp_path / "i.jsonl").read_text().splitlines()]
+    assert [r["chosen"]["steps"] for r in inc] == [r["chosen"]["steps"] for r in b]
+    assert all(np.allclose(x["chosen"]["scores"], y["chosen"]["scores"], atol=1e-5) for x, y in zip(inc, b))
+    assert [r["cost"] for r in inc] == [r["cost"] for r in b]
     dead = f"http://127.0.0.1:{free_port()}/v1"
     assert main(["search", str(tmp_path / "p.jsonl"), str(tmp_path / "c.jsonl"), "--prm-url", dead, *common]) != 0
     assert f"GET {dead.removesuffix('/v1')}/health" in capsys.readouterr().err
     assert main(["search", str(tmp_path / "p.jsonl"), str(tmp_path / "c.jsonl"), *common]) != 0
     assert "needs one PRM" in capsys.readouterr().err
+
+
+def test_incremental_scores_equal_whole_prefix_scores_on_random_trees(tiny_prm):
+    """The key/value cache kept between rounds (issue 35 item 2): on random trees grown a step at a time, every
+    prefix's step scores and token count equal scoring the prefix whole (to 1e-5), and an extension runs the
+    backbone on its new tokens only."""
+    import random
+
+    from prmkit.score import Scorer
+    from prmkit.search.adapters import PRMScorer
+    from prmkit.search.incremental import IncrementalPRMScorer
+
+    scorer = Scorer(tiny_prm, device="cpu")
+    incremental, whole = IncrementalPRMScorer(scorer, keep=64), PRMScorer(scorer)
+    backbone = scorer.model.backbone
+    forward, seen = backbone.forward, []
+
+    def counting(*args, **kwargs):
+        seen.append(kwargs["input_ids"].shape[1] if "input_ids" in kwargs else args[0].shape[1])
+        return forward(*args, **kwargs)
+
+    rng = random.Random(7)
+    for tree in range(3):
+        problem = PROBLEMS[tree % len(PROBLEMS)]
+        frontier = [[]]
+        for depth in range(5):
+            children = [pre + [f"{rng.randint(0, 99)} + {rng.randint(0, 9)} = {rng.randint(0, 120)}"]
+                        for pre in frontier for _ in range(rng.randint(1, 3))]
+            backbone.forward, seen[:] = counting, []
+            got = incremental.score([(problem, c) for c in children])
+            backbone.forward = forward
+            want = whole.score([(problem, c) for c in children])
+            for (p, tokens), (q, tokens_whole) in zip(got, want, strict=True):
+                assert tokens == tokens_whole and len(p) == len(q) == depth + 1
+                assert np.allclose(p, q, atol=1e-5), (tree, depth)
+            if depth:  # every child extends a cached parent: the backbone saw its new tokens, not its prefix
+                assert all(n < tokens for n, (_, tokens) in zip(seen, got)), (seen, [t for _, t in got])
+            frontier = rng.sample(children, min(2, len(children)))

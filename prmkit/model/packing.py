@@ -29,11 +29,16 @@ def packed_sdpa(module, query, key, value, attention_mask, cu_seq_lens_q=None, *
 
     Without ``cu_seq_lens_q`` it is plain SDPA attention. transformers builds no mask for an attention
     it does not know, so an ordinary batch must be right-padded, as prmkit's ``collate`` pads: then the
-    causal mask alone keeps every real token from seeing a pad, and only pads (never read) see pads.
+    causal mask alone keeps every real token from seeing a pad, and only pads (never read) see pads. New tokens
+    run after a key/value cache (:mod:`prmkit.search.incremental`) get a causal mask aligned to the cache's end.
     """
     from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
     if cu_seq_lens_q is None:
+        q, k = query.shape[2], key.shape[2]
+        if attention_mask is None and k > q:  # new tokens after a key/value cache: the causal mask must end at the
+            # last key (SDPA's own is_causal aligns it to the first, which hides the cache from all but its start)
+            attention_mask = torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q)[None, None]
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     for name in ("cu_seq_lens_k", "max_length_q", "max_length_k", "is_causal"):
         kwargs.pop(name, None)

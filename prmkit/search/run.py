@@ -31,6 +31,10 @@ class SearchRunConfig(SearchConfig):
     prm_url: str = field(default="", metadata={
         "help": "or a PRM served by `prmkit serve --scorer` (its API root, http://host:port/v1), scored over /v1/score"})
     prm_device: str = field(default="auto", metadata={"help": "where the PRM runs: auto, cpu or cuda"})
+    incremental: bool = field(default=False, metadata={
+        "help": "keep each scored prefix's key/value cache, so a round runs the PRM on new tokens only "
+                "(prmkit.search.incremental; the same scores to 1e-5; it pays where the model's compute, not the "
+                "per-call overhead, dominates: bench/bench_incremental_scoring.py)"})
     chunk: int = field(default=8, metadata={"help": "problems searched together (one batch per round)"})
     generate: GenerateConfig = field(default_factory=GenerateConfig)
 
@@ -45,7 +49,7 @@ def stamp_of(cfg: SearchRunConfig, backend, scorer=None) -> dict:
     if cfg.prm_url:
         prm = {"prm": "served", "prm_weights": scorer.identity["scorer_weights"]}
     else:
-        prm = {"prm": cfg.prm, "prm_weights": weights_digest(cfg.prm)}
+        prm = {"prm": cfg.prm, "prm_weights": weights_digest(cfg.prm), "prm_incremental": cfg.incremental}
     return {"search": settings, "steps": steps, "generator": backend.identity(), **prm}
 
 
@@ -57,9 +61,15 @@ def make_scorer(cfg: SearchRunConfig):
         raise ValueError("prmkit search needs one PRM: --prm (a folder written by `prmkit train prm`) or --prm-url "
                          "(a `prmkit serve --scorer` server)")
     if cfg.prm_url:
+        if cfg.incremental:
+            raise ValueError("--incremental keeps caches in this process: it needs --prm, not --prm-url")
         return ServedScorer(cfg.prm_url)
     from prmkit.device import torch_device
 
+    if cfg.incremental:
+        from prmkit.search.incremental import IncrementalPRMScorer
+
+        return IncrementalPRMScorer(cfg.prm, device=str(torch_device(cfg.prm_device)))
     return PRMScorer(cfg.prm, device=str(torch_device(cfg.prm_device)))
 
 

@@ -36,8 +36,9 @@ def packed_sdpa(module, query, key, value, attention_mask, cu_seq_lens_q=None, *
 
     if cu_seq_lens_q is None:
         q, k = query.shape[2], key.shape[2]
-        if attention_mask is None and k > q:  # new tokens after a key/value cache: the causal mask must end at the
-            # last key (SDPA's own is_causal aligns it to the first, which hides the cache from all but its start)
+        # new tokens after a key/value cache: the causal mask must end at the last key (SDPA's own is_causal aligns
+        # it to the first, which hides the cache from all but its start); one new token sees every key, unmasked
+        if attention_mask is None and k > q > 1:
             attention_mask = torch.ones(q, k, dtype=torch.bool, device=query.device).tril(k - q)[None, None]
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     for name in ("cu_seq_lens_k", "max_length_q", "max_length_k", "is_causal"):

@@ -84,11 +84,17 @@ class ServedScorer:
 
         self.url, self.batch_size = url.rstrip("/"), batch_size
         self.client = httpx.Client(timeout=timeout)
-        health = self._call("GET", "/health", root=True)
-        self.identity = {k: health.get(k) for k in ("scorer_kind", "scorer_weights")}
-        if self.identity["scorer_kind"] != "prm":
-            raise ValueError(f"{self.url} serves no PRM to search with (its scorer: {self.identity['scorer_kind']}; "
-                             "start it with prmkit serve --scorer PRM_FOLDER)")
+        try:
+            health = self._call("GET", "/health", root=True)
+            self.identity = {k: health.get(k) for k in ("scorer_kind", "scorer_weights")}
+            if self.identity["scorer_kind"] != "prm":
+                raise ValueError(f"{self.url} serves no PRM to search with (its scorer: {self.identity['scorer_kind']}; "
+                                 "start it with prmkit serve --scorer PRM_FOLDER)")
+            if not self.identity["scorer_weights"]:  # nothing to key results by: a resume could mix two PRMs
+                raise ValueError(f"{self.url} does not say which weights it serves (no scorer_weights at /health)")
+        except Exception:
+            self.client.close()
+            raise
 
     def _call(self, method: str, path: str, body: dict | None = None, root: bool = False) -> dict:
         """``path`` under the API root (``root``: under the server's root, where ``/health`` is)."""
@@ -101,14 +107,23 @@ class ServedScorer:
             raise ConnectionError(f"{method} {where}: {type(e).__name__}: {e} (is prmkit serve running there?)") from e
         if reply.status_code != 200:
             raise ConnectionError(f"{method} {where}: HTTP {reply.status_code}: {reply.text[:500]}")
-        return reply.json()
+        try:
+            body = reply.json()
+        except ValueError as e:
+            raise ConnectionError(f"{method} {where}: not a JSON reply ({e}): {reply.text[:200]!r}") from e
+        if not isinstance(body, dict):
+            raise ConnectionError(f"{method} {where}: a JSON {type(body).__name__}, not an object")
+        return body
 
     def score(self, items):
         out = []
         for s in range(0, len(items), self.batch_size):
             chunk = items[s:s + self.batch_size]
             body = {"solutions": [{"problem": p.problem, "steps": list(st)} for p, st in chunk]}
-            for reply in self._call("POST", "/score", body)["solutions"]:
+            replies = self._call("POST", "/score", body).get("solutions") or []
+            if len(replies) != len(chunk):  # a short reply would put every later score on the wrong prefix
+                raise ConnectionError(f"POST {self.url}/score: {len(replies)} solutions back for {len(chunk)} sent")
+            for reply in replies:
                 p = np.array([st["p_correct"] for st in reply["steps"] if "p_correct" in st], dtype=float)
                 out.append((p, int(reply["tokens"])))
         return out

@@ -7,7 +7,8 @@ per scored prefix, its token ids, its steps' probabilities and the backbone's ke
 ``DynamicCache``). A prefix that extends a cached one is run from a copy of that cache on its new tokens only.
 The formatter's encoding of a longer prefix starts with the shorter one's, and this is checked on every call:
 where it does not hold, or where the formatter truncated the prefix, the prefix is scored whole. The scores equal
-whole-prefix scoring (tested to 1e-5 on random trees).
+whole-prefix scoring (tested to 1e-5 on random trees in fp32; in bf16, as on CUDA, they differ by rounding,
+so a near-tie can be picked the other way). The tokens a prefix costs are the tokens run for it: its new ones.
 
 Prefixes are run one at a time (no batching), so on a small model the per-call overhead can outweigh what the
 cache saves: ``bench/bench_incremental_scoring.py`` measures both at depth 10. A model that reads per-token
@@ -34,11 +35,19 @@ class IncrementalPRMScorer:
         self.whole = PRMScorer(self.scorer)
         self.keep = keep
         self.cached: OrderedDict = OrderedDict()  # (problem, steps) -> (token ids, step probabilities, KV cache)
+        self.touched: set = set()
 
     def score(self, items):
+        """Per prefix: its steps' P(correct) and the tokens the PRM ran for it (its new tokens, where it extends a
+        cached prefix). Only the prefixes scored or extended in this call stay cached: a search extends the last
+        round's prefixes, and a prefix evicted too early is only slower to score, never scored otherwise."""
         if self.scorer.features is not None:
             return self.whole.score(items)
-        return [self._one(problem.problem, list(steps)) for problem, steps in items]
+        self.touched = set()
+        out = [self._one(problem.problem, list(steps)) for problem, steps in items]
+        for key in [k for k in self.cached if k not in self.touched]:
+            del self.cached[key]
+        return out
 
     def _one(self, problem: str, steps: list[str]) -> tuple[np.ndarray, int]:
         from prmkit.model.labels import step_scores as class_scores
@@ -47,12 +56,13 @@ class IncrementalPRMScorer:
         ids = list(enc.input_ids)
         if len(enc.step_ends) < len(steps):  # truncated: what is kept of it is not a cached prefix's extension
             return self.whole.score([(_Problem(problem), steps)])[0]
-        rows = self._probabilities(problem, steps, ids, list(enc.step_ends))
+        rows, ran = self._probabilities(problem, steps, ids, list(enc.step_ends))
         p = np.array([class_scores(list(r), self.scorer.neutral)["p_correct"] for r in rows], dtype=float)
-        return p, len(ids)
+        return p, ran
 
-    def _probabilities(self, problem: str, steps: list[str], ids: list[int], ends: list[int]) -> np.ndarray:
-        """Every step's class probabilities of the prefix ``steps``, from the longest cached prefix it extends."""
+    def _probabilities(self, problem: str, steps: list[str], ids: list[int], ends: list[int]) -> tuple[np.ndarray, int]:
+        """Every step's class probabilities of the prefix ``steps``, from the longest cached prefix it extends; and
+        the tokens run for it."""
         import torch
         from transformers import DynamicCache
 
@@ -62,9 +72,10 @@ class IncrementalPRMScorer:
             if hit is not None and ids[:len(hit[0])] == hit[0]:
                 start, before, cache = len(hit[0]), hit[1], hit[2]
                 self.cached.move_to_end((problem, tuple(steps[:k])))
+                self.touched.add((problem, tuple(steps[:k])))
                 break
         if start == len(ids):
-            return before
+            return before, 0
         cache = copy.deepcopy(cache) if cache is not None else DynamicCache()
         model = self.scorer.model
         new = torch.tensor([ids[start:]], device=self.scorer.device)
@@ -77,9 +88,10 @@ class IncrementalPRMScorer:
 
             rows = np.concatenate([before, probabilities(picked.float()).cpu().numpy()])
         self.cached[(problem, tuple(steps))] = (ids, rows, cache)
+        self.touched.add((problem, tuple(steps)))
         while len(self.cached) > self.keep:
             self.cached.popitem(last=False)
-        return rows
+        return rows, len(ids) - start
 
 
 class _Problem:

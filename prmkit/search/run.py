@@ -33,8 +33,8 @@ class SearchRunConfig(SearchConfig):
     prm_device: str = field(default="auto", metadata={"help": "where the PRM runs: auto, cpu or cuda"})
     incremental: bool = field(default=False, metadata={
         "help": "keep each scored prefix's key/value cache, so a round runs the PRM on new tokens only "
-                "(prmkit.search.incremental; the same scores to 1e-5; it pays where the model's compute, not the "
-                "per-call overhead, dominates: bench/bench_incremental_scoring.py)"})
+                "(prmkit.search.incremental; in fp32 the same scores to 1e-5; it pays where the model's compute, not "
+                "the per-call overhead, dominates: bench/bench_incremental_scoring.py)"})
     chunk: int = field(default=8, metadata={"help": "problems searched together (one batch per round)"})
     generate: GenerateConfig = field(default_factory=GenerateConfig)
 
@@ -49,20 +49,27 @@ def stamp_of(cfg: SearchRunConfig, backend, scorer=None) -> dict:
     if cfg.prm_url:
         prm = {"prm": "served", "prm_weights": scorer.identity["scorer_weights"]}
     else:
-        prm = {"prm": cfg.prm, "prm_weights": weights_digest(cfg.prm), "prm_incremental": cfg.incremental}
+        prm = {"prm": cfg.prm, "prm_weights": weights_digest(cfg.prm)}
+        if cfg.incremental:  # (only when set: outputs written before the option resume as they were)
+            prm["prm_incremental"] = True
     return {"search": settings, "steps": steps, "generator": backend.identity(), **prm}
+
+
+def check_prm(cfg: SearchRunConfig) -> None:
+    """Refuse settings that name no PRM, or two, or a served one with ``incremental``."""
+    if bool(cfg.prm) == bool(cfg.prm_url):
+        raise ValueError("prmkit search needs one PRM: --prm (a folder written by `prmkit train prm`) or --prm-url "
+                         "(a `prmkit serve --scorer` server)")
+    if cfg.prm_url and cfg.incremental:
+        raise ValueError("--incremental keeps caches in this process: it needs --prm, not --prm-url")
 
 
 def make_scorer(cfg: SearchRunConfig):
     """The PRM of ``cfg``: the folder ``prm`` loaded in this process, or the server at ``prm_url``."""
     from prmkit.search.adapters import PRMScorer, ServedScorer
 
-    if bool(cfg.prm) == bool(cfg.prm_url):
-        raise ValueError("prmkit search needs one PRM: --prm (a folder written by `prmkit train prm`) or --prm-url "
-                         "(a `prmkit serve --scorer` server)")
+    check_prm(cfg)
     if cfg.prm_url:
-        if cfg.incremental:
-            raise ValueError("--incremental keeps caches in this process: it needs --prm, not --prm-url")
         return ServedScorer(cfg.prm_url)
     from prmkit.device import torch_device
 
@@ -80,38 +87,25 @@ def record_id(record: dict) -> str:
 
 def search_file(inp: str, out: str, cfg: SearchRunConfig, input_format: str = "prmkit", progress: bool = True) -> dict:
     """Search every problem of ``inp``; write ``out``; return a summary (problems, seconds, mean cost)."""
-    from tqdm.auto import tqdm
-
     from prmkit.generate.backend import make_backend, problem_key
     from prmkit.generate.run import read_problem_file
-    from prmkit.io import append_partial, finished_lines, merge_partial, output_keys
+    from prmkit.io import finished_lines, merge_partial, output_keys
     from prmkit.search.adapters import BackendExpander
-    from prmkit.search.strategies import search
 
-    scorer = make_scorer(cfg)
+    check_prm(cfg)  # before anything is loaded
     problems = read_problem_file(inp, input_format)
-    backend = make_backend(dataclasses.replace(cfg.generate, seed=cfg.seed))
-    stamp = stamp_of(cfg, backend, scorer)
     out_path = Path(out)
     part = out_path.with_name(f".{out_path.name}.part")
-    check_stamps([out_path, part], stamp)
-    done = output_keys(out_path, record_id) | finished_lines(part, record_id)
-    todo = [p for p in problems if problem_key(p) not in done]
-    expander = BackendExpander(backend, cfg.generate.steps)
-    totals = {"generated_tokens": 0, "prm_calls": 0, "prm_tokens": 0}
+    backend, scorer = make_backend(dataclasses.replace(cfg.generate, seed=cfg.seed)), None
     start = time.perf_counter()
-    try:
-        with append_partial(part) as f, tqdm(total=len(problems), initial=len(problems) - len(todo), unit="problem",
-                                             desc=f"search ({cfg.strategy})", disable=not progress) as bar:
-            for s in range(0, len(todo), cfg.chunk):
-                chunk = todo[s:s + cfg.chunk]
-                for problem, result in zip(chunk, search(chunk, expander, scorer, cfg)):
-                    f.write(json.dumps({"id": problem_key(problem), **result.record(), "stamp": stamp}) + "\n")
-                    for k in totals:
-                        totals[k] += getattr(result.cost, k)
-                f.flush()
-                bar.update(len(chunk))
-                bar.set_postfix(tokens_per_s=f"{totals['generated_tokens'] / (time.perf_counter() - start):.0f}")
+    try:  # the backend and the scorer closed however the search ends (a served scorer holds a connection)
+        scorer = make_scorer(cfg)
+        stamp = stamp_of(cfg, backend, scorer)
+        check_stamps([out_path, part], stamp)
+        done = output_keys(out_path, record_id) | finished_lines(part, record_id)
+        todo = [p for p in problems if problem_key(p) not in done]
+        totals = search_into(part, todo, len(problems), BackendExpander(backend, cfg.generate.steps), scorer, cfg,
+                             stamp, progress)
     finally:
         backend.close()
         if hasattr(scorer, "close"):
@@ -121,6 +115,32 @@ def search_file(inp: str, out: str, cfg: SearchRunConfig, input_format: str = "p
     return {"problems": len(problems), "searched": len(todo), "skipped": len(problems) - len(todo),
             "seconds": round(time.perf_counter() - start, 2), "strategy": cfg.strategy,
             **{f"mean_{k}": round(v / searched, 1) for k, v in totals.items()}}
+
+
+def search_into(part: Path, todo: list, total: int, expander, scorer, cfg: SearchRunConfig, stamp: dict,
+                progress: bool) -> dict:
+    """Search the problems ``todo`` a chunk at a time, appending each result to ``part`` as it is found; the summed
+    costs."""
+    from tqdm.auto import tqdm
+
+    from prmkit.generate.backend import problem_key
+    from prmkit.io import append_partial
+    from prmkit.search.strategies import search
+
+    totals = {"generated_tokens": 0, "prm_calls": 0, "prm_tokens": 0}
+    start = time.perf_counter()
+    with append_partial(part) as f, tqdm(total=total, initial=total - len(todo), unit="problem",
+                                         desc=f"search ({cfg.strategy})", disable=not progress) as bar:
+        for s in range(0, len(todo), cfg.chunk):
+            chunk = todo[s:s + cfg.chunk]
+            for problem, result in zip(chunk, search(chunk, expander, scorer, cfg)):
+                f.write(json.dumps({"id": problem_key(problem), **result.record(), "stamp": stamp}) + "\n")
+                for k in totals:
+                    totals[k] += getattr(result.cost, k)
+            f.flush()
+            bar.update(len(chunk))
+            bar.set_postfix(tokens_per_s=f"{totals['generated_tokens'] / (time.perf_counter() - start):.0f}")
+    return totals
 
 
 def check_stamps(paths: list[Path], stamp: dict) -> None:
@@ -141,4 +161,4 @@ def check_stamps(paths: list[Path], stamp: dict) -> None:
                                      f"{', '.join(differ) or 'its stamp'}): write to another OUT, or delete it")
 
 
-__all__ = ["GENERATION_ONLY", "SearchRunConfig", "check_stamps", "make_scorer", "search_file", "stamp_of"]
+__all__ = ["GENERATION_ONLY", "SearchRunConfig", "check_prm", "check_stamps", "make_scorer", "search_file", "search_into", "stamp_of"]

@@ -152,6 +152,12 @@ class Service:
         if scorer is None and cfg.scorer:
             scorer = self._load_scorer(cfg.scorer)
         self.scorer = scorer
+        self._scorer_identity = {}
+        if scorer is not None:  # hashed once, as loaded: a folder retrained in place later is not what is served
+            from prmkit.model.identity import weights_digest
+
+            self._scorer_identity = {"scorer_kind": scorer.card.kind,
+                                     "scorer_weights": weights_digest(cfg.scorer) if cfg.scorer else None}
         if critic is None and cfg.critic:  # the same folder as --scorer: one model, one batcher
             critic = self.scorer if cfg.critic == cfg.scorer else self._load_scorer(cfg.critic)
         if critic is not None and critic.card.kind != "prm":
@@ -168,13 +174,8 @@ class Service:
 
     def scorer_identity(self) -> dict:
         """What the served scorer is, for a client that keys its results by it (``prmkit search --prm-url``): its
-        kind and its weights' digest (None for a scorer handed in without a folder)."""
-        if self.scorer is None:
-            return {}
-        from prmkit.model.identity import weights_digest
-
-        return {"scorer_kind": self.scorer.card.kind,
-                "scorer_weights": weights_digest(self.cfg.scorer) if self.cfg.scorer else None}
+        kind and the digest of the weights loaded at start (None for a scorer handed in without a folder)."""
+        return self._scorer_identity
 
     @property
     def models(self) -> list[str]:

@@ -22,6 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from prmkit.schema import Problem
 from prmkit.search.adapters import PRMScorer
 
 
@@ -55,7 +56,7 @@ class IncrementalPRMScorer:
         [enc] = self.scorer.encodings([problem], [steps])
         ids = list(enc.input_ids)
         if len(enc.step_ends) < len(steps):  # truncated: what is kept of it is not a cached prefix's extension
-            return self.whole.score([(_Problem(problem), steps)])[0]
+            return self.whole.score([(Problem(problem), steps)])[0]
         rows, ran = self._probabilities(problem, steps, ids, list(enc.step_ends))
         p = np.array([class_scores(list(r), self.scorer.neutral)["p_correct"] for r in rows], dtype=float)
         return p, ran
@@ -92,13 +93,6 @@ class IncrementalPRMScorer:
         while len(self.cached) > self.keep:
             self.cached.popitem(last=False)
         return rows, len(ids) - start
-
-
-class _Problem:
-    """The one field :meth:`PRMScorer.score` reads of a problem."""
-
-    def __init__(self, problem: str):
-        self.problem = problem
 
 
 __all__ = ["IncrementalPRMScorer"]

@@ -239,6 +239,7 @@ __all__ = [
     "ARM_NAMES",
     "FINDING_NS",
     "FLOOR",
+    "KERNEL_TOLERANCE",
     "PICKERS",
     "PICK_LABELS",
     "POOL_NAMES",
@@ -251,11 +252,14 @@ __all__ = [
     "findings_rows",
     "has_gold",
     "has_per_problem",
+    "kernel_differences",
+    "noise_parts",
     "picks_rows",
     "pooled_findings",
     "pooled_gaps",
     "pooled_picks",
     "pooled_rows",
+    "problems_for",
 ]
 
 
@@ -291,3 +295,47 @@ def kernel_differences(a: dict, b: dict, n: int = 64) -> dict:
     largest = max((r[5] for r in rows), default=0.0)
     return {"n": n, "seeds": seeds, "rows": rows, "largest": largest, "tolerance": KERNEL_TOLERANCE,
             "within": largest <= KERNEL_TOLERANCE}
+
+
+def noise_parts(values: np.ndarray) -> dict:
+    """The spread of several training runs' best-of-N on one pool, split in two (points).
+
+    ``values``: (runs, problems), each run's expected best-of-N accuracy per problem. Two runs of equal quality
+    still pick differently problem by problem, so their means differ by the pool's own noise: per pair, the
+    variance of the per-problem differences over the number of problems. Per pair of runs:
+
+    - ``pair_rms``: the root mean square of the two means' difference, as measured;
+    - ``pair_noise_rms``: what it would be from the problems alone (equal quality);
+    - ``sd``: the runs' means' standard deviation; ``quality_sd`` the part of it the problems do not explain
+      (``sd**2 - pair_noise_rms**2 / 2``, floored at 0);
+    - ``disagreement``: the mean per-problem variance of a pair's difference (fractions squared), which sets the
+      noise at any pool size (:func:`problems_for`).
+
+    >>> p = noise_parts(np.array([[1.0, 0.0, 1.0, 0.0], [1.0, 0.0, 1.0, 0.0]]))
+    >>> p["pair_rms"], p["pair_noise_rms"], p["quality_sd"]
+    (0.0, 0.0, 0.0)
+    """
+    values = np.asarray(values, float)
+    runs, problems = values.shape
+    if runs < 2 or problems < 2:
+        raise ValueError(f"noise_parts needs at least two runs and two problems, got {runs} x {problems}")
+    a, b = np.triu_indices(runs, k=1)
+    diffs = values[a] - values[b]  # (pairs, problems)
+    disagreement = float(np.mean(diffs.var(axis=1, ddof=1)))
+    pair_noise = np.sqrt(disagreement / problems)
+    sd = float(values.mean(axis=1).std(ddof=1))
+    return {"runs": runs, "problems": problems,
+            "pair_rms": round(100 * float(np.sqrt(np.mean(diffs.mean(axis=1) ** 2))), 4),
+            "pair_noise_rms": round(100 * float(pair_noise), 4), "sd": round(100 * sd, 4),
+            "quality_sd": round(100 * float(np.sqrt(max(sd ** 2 - pair_noise ** 2 / 2, 0.0))), 4),
+            "disagreement": disagreement}
+
+
+def problems_for(parts: dict, tolerance: float = KERNEL_TOLERANCE, z: float = 1.96) -> int:
+    """Problems a pool needs for two runs of equal quality to land within ``tolerance`` points of each other in
+    95% of pairs (``z`` = 1.96), at the per-problem ``disagreement`` :func:`noise_parts` measured.
+
+    >>> problems_for({"disagreement": 0.25}, tolerance=2.0)
+    2401
+    """
+    return int(np.ceil(parts["disagreement"] * (z * 100 / tolerance) ** 2))

@@ -416,6 +416,28 @@ def kernel_restarts_table(record: dict) -> str:
                      "difference, chosen (points)", "difference, ensemble (points)"], rows)
 
 
+def kernel_noise_table(record: dict) -> str:
+    """The float-kernel target's noise floor (``scripts/kernel_noise.py``): per reward model, how far apart two
+    restarts land at best-of-N, how much of that the held-out problems alone explain, the restarts' own spread,
+    and the problems two models of equal quality would need to land within the tolerance in 95% of pairs."""
+    rows = [[model, str(m["restarts"]), points(m["parts"]["pair_rms"] / 100), points(m["parts"]["pair_noise_rms"] / 100),
+             points(m["parts"]["quality_sd"] / 100), f"{m['problems_needed']:,}"] for model, m in record["models"].items()]
+    return markdown(["model", "restarts kept (both runs)", f"two restarts' best-of-{record['n']} difference, rms (points)",
+                     f"of which the {record['problems']} problems alone (points)", "the restarts' own spread, sd (points)",
+                     "problems for equal models within the tolerance"], rows)
+
+
+def kernel_noise_ensembles_table(record: dict) -> str:
+    """Random pairs of disjoint restart ensembles of each size (``scripts/kernel_noise.py``): the rms of their
+    best-of-N difference and the share of pairs within the tolerance, per model."""
+    models = list(record["models"])
+    sizes = sorted({int(k) for m in record["models"].values() for k in m["ensembles"]})
+    def cell(model: str, k: int) -> str:
+        e = record["models"][model]["ensembles"].get(str(k))
+        return f"{points(e['rms'] / 100)} ({100 * e['within']:.0f}%)" if e else "-"
+    return markdown(["restarts averaged", *models], [[str(k), *(cell(m, k) for m in models)] for k in sizes])
+
+
 def recipe_rule_table(record: dict) -> str:
     """A recipe rule's outcome (``scripts/plans_recipe_rule.py``): each candidate per development seed, its mean,
     and which the rule took."""
@@ -490,6 +512,8 @@ TABLES = {
     "recipe-rule": recipe_rule_table,
     "kernel-restarts": kernel_restarts_table,
     "kernel-ensembles": kernel_ensembles_table,
+    "kernel-noise": kernel_noise_table,
+    "kernel-noise-ensembles": kernel_noise_ensembles_table,
     "sft-rounds": sft_rounds_table,
     "sft-ladder": sft_ladder_table,
     "sft-held-out": sft_held_out_table,

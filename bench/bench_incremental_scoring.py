@@ -8,6 +8,10 @@ matter to the speed), ``--hidden`` wide and ``--layers`` deep, without per-token
 scored whole). Both scorers give the same numbers (checked here to 1e-5).
 
     .venv/bin/python bench/bench_incremental_scoring.py [--depth 10] [--beams 8] [--hidden 256] [--layers 4]
+        [--summary docs/results/bench-incremental.json]
+
+``--hidden`` and ``--layers`` take several values (``--hidden 256 512 --layers 4 8``: paired in order); ``--summary``
+writes every size's numbers with the command and the numeric stack.
 """
 
 from __future__ import annotations
@@ -61,10 +65,27 @@ def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--depth", type=int, default=10)
     ap.add_argument("--beams", type=int, default=8)
-    ap.add_argument("--hidden", type=int, default=256)
-    ap.add_argument("--layers", type=int, default=4)
+    ap.add_argument("--hidden", type=int, nargs="+", default=[256])
+    ap.add_argument("--layers", type=int, nargs="+", default=[4])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--summary", type=Path, default=None, help="write every size's numbers here (JSON)")
     args = ap.parse_args(argv)
+    if len(args.hidden) != len(args.layers):
+        ap.error("--hidden and --layers pair in order: give as many of each")
+    rows = [measure(args, hidden, layers) for hidden, layers in zip(args.hidden, args.layers)]
+    for row in rows:
+        print(json.dumps(row))
+    if args.summary:
+        from prmkit.stack import run_record
+
+        args.summary.write_text(json.dumps({"rows": rows, "command": " ".join(["bench/bench_incremental_scoring.py", *(argv or sys.argv[1:])]),
+                                            **run_record()}, indent=1) + "\n")
+    if any(row["largest_difference"] > 1e-5 for row in rows):
+        raise SystemExit("incremental scores differ from whole-prefix scores by more than 1e-5")
+
+
+def measure(args, hidden: int, layers: int) -> dict:
+    """Both scorers on one PRM size, alternated ``args.repeat`` times; the best time of each."""
     import torch
 
     from prmkit.schema import Problem
@@ -74,7 +95,7 @@ def main(argv=None) -> None:
 
     torch.set_num_threads(1)
     with tempfile.TemporaryDirectory() as tmp:
-        scorer = Scorer(tiny_prm(Path(tmp), args.hidden, args.layers), device="cpu")
+        scorer = Scorer(tiny_prm(Path(tmp), hidden, layers), device="cpu")
         problem = Problem("Start at 12. A + 2, B - 5, C + 7, D - 1. What is the final value?", answer="15")
         paths = chains(args.beams, args.depth)
         best = {"whole": float("inf"), "incremental": float("inf")}
@@ -84,12 +105,9 @@ def main(argv=None) -> None:
             best = {"whole": min(best["whole"], t_whole), "incremental": min(best["incremental"], t_inc)}
         worst = max(float(np.max(np.abs(a[0] - b[0]))) for r, s in zip(whole, inc) for a, b in zip(r, s))
     ratio = best["whole"] / best["incremental"]
-    print(json.dumps({"depth": args.depth, "beams": args.beams, "hidden": args.hidden, "layers": args.layers,
-                      "whole_s": round(best["whole"], 3), "incremental_s": round(best["incremental"], 3),
-                      "speedup": round(ratio, 2), "target": TARGET, "met": ratio >= TARGET,
-                      "largest_difference": worst}, indent=1))
-    if worst > 1e-5:
-        raise SystemExit(f"incremental scores differ from whole-prefix scores by {worst}")
+    return {"depth": args.depth, "beams": args.beams, "hidden": hidden, "layers": layers, "repeat": args.repeat,
+            "whole_s": round(best["whole"], 3), "incremental_s": round(best["incremental"], 3),
+            "speedup": round(ratio, 2), "target": TARGET, "met": ratio >= TARGET, "largest_difference": worst}
 
 
 if __name__ == "__main__":

@@ -327,10 +327,30 @@ def test_a_served_prm_searches_as_the_same_prm_in_process(tmp_path, tiny_prm, ca
     assert "needs one PRM" in capsys.readouterr().err
 
 
+def test_incremental_batches_read_right_under_eager_attention(tiny_prm):
+    """A batch's custom mask is additive, so an attention that adds the mask to its scores (eager) reads it as SDPA
+    does: the same scores as whole-prefix scoring, for prefixes of different cache lengths in one batch."""
+    from prmkit.score import Scorer
+    from prmkit.search.adapters import PRMScorer
+    from prmkit.search.incremental import IncrementalPRMScorer
+
+    scorer = Scorer(tiny_prm, device="cpu")
+    rounds = [[["1 + 2 = 3"], ["40 + 5 = 45, carried"]], [["1 + 2 = 3", "3 + 4 = 7"], ["40 + 5 = 45, carried", "45 + 1 = 46"],
+                                                           ["7 = 7"]]]
+    want = [PRMScorer(scorer).score([(PROBLEMS[0], c) for c in r]) for r in rounds]
+    scorer.model.backbone.set_attn_implementation("eager")
+    incremental = IncrementalPRMScorer(scorer)
+    for r, expected in zip(rounds, want, strict=True):
+        got = incremental.score([(PROBLEMS[0], c) for c in r])
+        for (p, _), (q, _) in zip(got, expected, strict=True):
+            assert np.allclose(p, q, atol=1e-5)
+    assert all(ran < tokens for (_, ran), (_, tokens) in zip(got[:2], want[1][:2]))  # the second round used the caches
+
+
 def test_incremental_scores_equal_whole_prefix_scores_on_random_trees(tiny_prm):
     """The key/value cache kept between rounds (issue 35 item 2): on random trees grown a step at a time, every
     prefix's step scores and token count equal scoring the prefix whole (to 1e-5), and an extension runs the
-    backbone on its new tokens only."""
+    backbone on its new tokens only, every prefix of a round in one batch (caches of different lengths padded)."""
     import random
 
     from prmkit.score import Scorer
@@ -343,7 +363,7 @@ def test_incremental_scores_equal_whole_prefix_scores_on_random_trees(tiny_prm):
     forward, seen = backbone.forward, []
 
     def counting(*args, **kwargs):
-        seen.append(kwargs["input_ids"].shape[1] if "input_ids" in kwargs else args[0].shape[1])
+        seen.append(tuple((kwargs["input_ids"] if "input_ids" in kwargs else args[0]).shape))
         return forward(*args, **kwargs)
 
     rng = random.Random(7)
@@ -353,12 +373,15 @@ def test_incremental_scores_equal_whole_prefix_scores_on_random_trees(tiny_prm):
         for depth in range(5):
             children = [pre + [f"{rng.randint(0, 99)} + {rng.randint(0, 9)} = {rng.randint(0, 120)}"]
                         for pre in frontier for _ in range(rng.randint(1, 3))]
+            # beside the children, a prefix of another problem nothing cached: one batch mixes caches and none
+            items = [(problem, c) for c in children] + [(PROBLEMS[-1], [f"{rng.randint(0, 99)} = {tree}{depth}"])]
             backbone.forward, seen[:] = counting, []
-            got = incremental.score([(problem, c) for c in children])
+            got = incremental.score(items)
             backbone.forward = forward
-            want = whole.score([(problem, c) for c in children])
-            for (p, ran), (q, tokens) in zip(got, want, strict=True):
-                assert len(p) == len(q) == depth + 1 and np.allclose(p, q, atol=1e-5), (tree, depth)
-                assert ran < tokens if depth else ran == tokens  # a child runs its new tokens only
-            assert seen == [ran for _, ran in got]  # ... and that is what the backbone saw
+            want = whole.score(items)
+            for (p, ran), (q, tokens), (_, steps) in zip(got, want, items, strict=True):
+                assert len(p) == len(q) == len(steps) and np.allclose(p, q, atol=1e-5), (tree, depth)
+                assert ran < tokens if depth and len(steps) > 1 else ran == tokens  # a child runs its new tokens only
+            ran = [r for _, r in got if r]
+            assert seen == [(len(ran), max(ran))]  # ... and that is what the backbone saw, all in one batch
             frontier = rng.sample(children, min(2, len(children)))

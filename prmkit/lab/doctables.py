@@ -248,6 +248,15 @@ def bon_read_table(summary: dict) -> str:
                      "command / bare json", "with --no-vote s", "--no-vote / bare json"], rows)
 
 
+def incremental_bench_table(summary: dict) -> str:
+    """``bench/bench_incremental_scoring.py``: a beam's prefixes scored a step at a time against whole, per PRM size."""
+    rows = [[f"{r['hidden']} wide, {r['layers']} layers", str(r["depth"]), str(r["beams"]), f"{r['whole_s']:.3f}",
+             f"{r['incremental_s']:.3f}", f"**{r['speedup']:.2f}x**", "met" if r["met"] else "missed",
+             f"{r['largest_difference']:.1g}"] for r in summary["rows"]]
+    return markdown(["PRM", "depth", "beams", "whole prefixes s", "incremental s", "speedup",
+                     f"target {summary['rows'][0]['target']:g}x", "largest score difference"], rows)
+
+
 def _real_pool(name: str):
     """``scripts/eval_real_pools.py``: one real pool's curves (accuracy in %, 95% CI over problems, the
     Monte-Carlo standard error of a vote), then its first sample."""
@@ -508,6 +517,7 @@ TABLES = {
        for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples")},
     **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed", "stages")},
     "bon-read": bon_read_table,
+    "bench-incremental": incremental_bench_table,
     **{f"real-pool-{name}": _real_pool(name) for name in ("qwen25math", "gsm8k")},
     "recipe-rule": recipe_rule_table,
     "kernel-restarts": kernel_restarts_table,

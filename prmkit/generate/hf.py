@@ -257,7 +257,8 @@ class HFBackend(Backend):
 
     def _rows(self, requests: list[tuple]) -> list[list[Sample]]:
         """Every (problem, prefix, n, start) request as rows, batched by prompt length, put back in order."""
-        rows = [(q, j - start, self.prompt_ids(p, prefix), sample_seed(self.cfg.seed, problem_key(p), prefix, j))
+        prompts = [self.prompt_ids(p, prefix) for p, prefix, _, _ in requests]  # once per request, not per sample
+        rows = [(q, j - start, prompts[q], sample_seed(self.cfg.seed, problem_key(p), prefix, j))
                 for q, (p, prefix, n, start) in enumerate(requests) for j in range(start, start + n)]
         rows.sort(key=lambda r: len(r[2]))
         out: list[list[Sample | None]] = [[None] * n for _, _, n, _ in requests]

@@ -164,13 +164,18 @@ def _prefix_texts(tokenizer, problems: list[str], cfg: FormatConfig) -> list[str
 
 
 def _tokenize(tokenizer, texts: list[str], special: bool) -> list[list[int]]:
-    """Each text on its own, in one batched call (the same ids as one ``encode`` per text).
+    """Each text on its own, in one batched call (the same ids as one ``encode`` per text); a text repeated is
+    tokenised once.
 
     A fast tokenizer's Rust backend is asked for the ids alone: transformers' own batch call also builds
     offsets and a Python dict per text, which costs as much as the tokenisation itself.
     """
     if not texts:
         return []
+    distinct = list(dict.fromkeys(texts))  # a pool repeats its problem in every sample, a search its prefixes' steps
+    if len(distinct) < len(texts):
+        ids = dict(zip(distinct, _tokenize(tokenizer, distinct, special)))
+        return [ids[t] for t in texts]  # shared lists: callers copy before they extend
     backend = tokenizer.backend_tokenizer if getattr(tokenizer, "is_fast", False) else None
     if backend is not None and hasattr(backend, "encode_batch_fast"):
         return [e.ids for e in backend.encode_batch_fast(texts, add_special_tokens=special)]

@@ -83,6 +83,10 @@ class Run:
         self.problems, self.expander, self.scorer, self.cfg = problems, expander, scorer, cfg
         self.tracker = Tracker(problems)
         self.done: list[list[Candidate]] = [[] for _ in problems]
+        if cfg.final_pick == "weighted":  # the grader's symbolic worker starts (sympy's import) while the search runs
+            from prmkit.grade.symbolic import default_pool
+
+            default_pool().prestart()
 
     # --- the batched calls -----------------------------------------------------------------------------
 

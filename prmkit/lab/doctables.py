@@ -257,6 +257,20 @@ def incremental_bench_table(summary: dict) -> str:
                      f"target {summary['rows'][0]['target']:g}x", "largest score difference"], rows)
 
 
+def search_overhead_table(summary: dict) -> str:
+    """``bench/bench_search_overhead.py``: each strategy's wall time split into the models' forward passes, the rest
+    of the generator's and the PRM's calls, and prmkit's own search loop."""
+    def share(x: float) -> str:
+        return f"{100 * x:.1f}%"
+
+    rows = [[r["strategy"], f"{r['generated_tokens']:,}", f"{r['wall_s']:.2f}", f"{r['forward_s']:.2f}",
+             f"{r['calls_s']:.2f}", f"{r['loop_s']:.2f}", f"**{share(r['overhead'])}**", share(r["loop_share"])]
+            for r in summary["rows"]]
+    target = share(summary["rows"][0]["target"])
+    return markdown(["strategy", "generated tokens", "wall s", "forward passes s", "rest of the calls s",
+                     "search loop s", f"all but forward passes (target {target})", "search loop alone"], rows)
+
+
 def _real_pool(name: str):
     """``scripts/eval_real_pools.py``: one real pool's curves (accuracy in %, 95% CI over problems, the
     Monte-Carlo standard error of a vote), then its first sample."""
@@ -518,6 +532,7 @@ TABLES = {
     **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed", "stages")},
     "bon-read": bon_read_table,
     "bench-incremental": incremental_bench_table,
+    "bench-search-overhead": search_overhead_table,
     **{f"real-pool-{name}": _real_pool(name) for name in ("qwen25math", "gsm8k")},
     "recipe-rule": recipe_rule_table,
     "kernel-restarts": kernel_restarts_table,

@@ -76,8 +76,12 @@ def load_pairs() -> list[tuple[str, str, str, bool]]:
 
 def run_math_verify(pairs) -> tuple[list[bool], float]:
     start = time.perf_counter()  # cold: importing sympy and the parser is inside, as prmkit's workers do it
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
     from math_verify import parse, verify
     logging.getLogger("math_verify").setLevel(logging.ERROR)
+    if getattr(_Latex2Sympy, "_prmkit_two_stage", False):  # prmkit's worker module was imported here
+        raise SystemExit("Math-Verify's parser is patched by prmkit.grade.worker in this process: the baseline "
+                         "would not be Math-Verify's own")
     # The README's usage; a bare gold answer is put in $...$ so that its LaTeX is found.
     out = [bool(verify(parse(_delimited(gold)), parse(given))) for _, given, gold, _ in pairs]
     return out, time.perf_counter() - start

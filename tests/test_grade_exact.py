@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -253,3 +254,38 @@ def test_prestart_starts_the_first_worker_once(monkeypatch):
 
     clock.sleep(0.2)
     assert len(started) == 1 and len(pool._idle) == 1
+
+
+def test_sll_first_parsing_gives_the_ll_verdicts():
+    """The worker's parser tries ANTLR's SLL prediction first and falls back to LL on a syntax error (ANTLR's
+    guarantee: a parse SLL completes is LL's): on every symbolic job of the regression table and of Math-Verify's
+    own test cases (where present), the worker's answer is the same as with LL alone, parsed forms included."""
+    import json
+    import os
+
+    from prmkit.grade import fast_path, worker
+
+    cases = [json.loads(line) for line in (Path(__file__).parent / "data" / "grading_cases.jsonl").open()]
+    pairs = [(c["given"], c["gold"], c["mode"]) for c in cases]
+    shared = Path(os.environ.get("PRMKIT_SHARED_DATA", Path(__file__).resolve().parents[2] / "shared" / "data"))
+    mv = shared / "answers" / "math_verify_test_cases.json"
+    if mv.exists():
+        pairs += [(c["pred"], c["gold"], "strict") for c in json.loads(mv.read_text())]
+    jobs = [job for given, gold, mode in pairs if isinstance(gold, str) and gold.strip() and isinstance(given, str)
+            and isinstance(job := fast_path(given, gold, mode), dict)]
+    assert len(jobs) >= 20
+
+    def answers() -> list[dict]:
+        worker._parse_gold.cache_clear()
+        return [worker.answer(job) for job in jobs]
+
+    assert worker.SLL_FIRST
+    before = dict(worker.PARSES)
+    two_stage = answers()
+    assert worker.PARSES["sll"] - before["sll"] > 10 * (worker.PARSES["ll"] - before["ll"])  # SLL parses most
+    worker.SLL_FIRST = False
+    try:
+        ll_alone = answers()
+    finally:
+        worker.SLL_FIRST = True
+    assert two_stage == ll_alone

@@ -34,6 +34,49 @@ MODES = {"strict": {"strict": True, "allow_set_relation_comp": False},
          "lenient": {"strict": False, "allow_set_relation_comp": True}}
 
 
+SLL_FIRST = True
+"""Whether :func:`two_stage_parsing`'s parser tries SLL first (off: LL alone, as latex2sympy2 parses; for tests)."""
+PARSES = {"sll": 0, "ll": 0}
+"""Parses completed by each stage in this process."""
+
+
+def two_stage_parsing() -> None:
+    """Math-Verify's LaTeX parser (latex2sympy2's ANTLR grammar) tries ANTLR's SLL prediction first and falls back
+    to full LL only where SLL reports a syntax error: ANTLR guarantees that a parse SLL completes is the one LL
+    would give, and LL's full-context prediction is much of the parser's time. The tree is converted once. Applied
+    where this module is imported: a worker process, or a process that grades in-process."""
+    from antlr4.atn.PredictionMode import PredictionMode
+    from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
+
+    if getattr(_Latex2Sympy, "_prmkit_two_stage", False):
+        return
+    create = _Latex2Sympy.create_parser
+
+    class TwoStage:
+        def __init__(self, make):
+            self.make = make
+
+        def math(self):
+            parser = self.make()
+            if SLL_FIRST:
+                parser._interp.predictionMode = PredictionMode.SLL
+                try:
+                    tree = parser.math()
+                    PARSES["sll"] += 1
+                    return tree
+                except Exception:  # noqa: BLE001 - SLL's syntax error (raised by latex2sympy's listener): LL decides
+                    parser = self.make()
+            tree = parser.math()
+            PARSES["ll"] += 1
+            return tree
+
+    _Latex2Sympy.create_parser = lambda self, latex: TwoStage(lambda: create(self, latex))
+    _Latex2Sympy._prmkit_two_stage = True
+
+
+two_stage_parsing()
+
+
 def compare(job: dict) -> dict:
     """Compare ``job["given"]`` with ``job["gold"]`` (texts Math-Verify can parse) under ``job["mode"]``.
 

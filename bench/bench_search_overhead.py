@@ -5,9 +5,9 @@ Issue 35's target: at most 10% at equal generated tokens.
 backend, the strategy, the results written) searches the lab's held-out problems with the lab preset's policy
 (its base, pretrained and cached on first use, as ``prmkit lab run`` makes it) and a PRM of the same size
 (a Llama-style model trained for a few steps by ``prmkit train``: its weights change which prefixes are kept, not
-what a forward pass costs; the lab's own PRM reads per-token features and is not searchable yet). Every forward
-pass of either model is timed (the models' top-level ``forward``, on one torch thread, so the time is the pass's
-own). Each strategy's row splits its wall time three ways:
+what a forward pass costs; the lab's own PRMs also read the base's per-token features, a second model's passes,
+left out here). Every forward pass of either model is timed (the models' top-level ``forward``, on one torch
+thread, so the time is the pass's own). Each strategy's row splits its wall time three ways:
 
 - ``forward_s``: inside the models' forward passes (the generator's, the PRM's);
 - ``calls_s``: inside the generator's and the PRM's calls but outside their forward passes (transformers'

@@ -92,9 +92,9 @@ class PolicyConfig:
     samples: int = field(default=8, metadata={"help": "samples per problem per round"})
     keep: str = field(default="correct", metadata={
         "help": "what is fine-tuned on: correct (a right final answer) or valid (and every step valid by the oracle)"})
-    warm_start: int = field(default=20000, metadata={
+    warm_start: int = field(default=10000, metadata={
         "help": "first fine-tune on this many of the rule-based generator's samples that pass keep (0: none); "
-                "20,000 by the rule of docs/pressure.md (none of 1,000-10,000 reached sft.target)"})
+                "10,000 by the second rule of docs/pressure.md (the smallest size inside 20-40% pass@1)"})
     epochs: float = field(default=2.0, metadata={"help": "passes over each round's kept samples"})
     batch_size: int = field(default=32, metadata={"help": "solutions per optimiser step"})
     lr: float = field(default=1e-3, metadata={"help": "peak learning rate (cosine decay after warm-up)"})

@@ -6,14 +6,14 @@ worth optimising"). Two stages, each fine-tuning on samples that pass ``sft.keep
 answer; ``valid``: and every step valid by the oracle) by next-token prediction (``prmkit train lm``, the
 product's loop), ``sft.epochs`` passes:
 
-1. **the warm start** (``sft.warm_start`` samples, 20,000 by default; 0 skips it): the rule-based generator's
+1. **the warm start** (``sft.warm_start`` samples, 10,000 by default; 0 skips it): the rule-based generator's
    passing samples (the generator the base was pretrained on, whose right answers play the part of the paper's
    step-format fine-tuning set);
 2. **expert iteration** (rejection-sampling SFT), while pass@1 on the measure problems is below ``sft.target``
    and for at most ``sft.rounds`` rounds: sample ``sft.problems x sft.samples`` solutions of fresh problems
    (split ``sft-<round>``) at temperature 1 with the current model (:func:`prmkit.lab.pools.sample_lm`, the
-   product's generator), keep the passing ones, fine-tune on them. With the defaults the warm start is past
-   the target already and no round runs; from the base alone, one round left pass@1 where it was
+   product's generator), keep the passing ones, fine-tune on them. With the defaults one round follows the warm
+   start and ends past the target; from the base alone, one round left pass@1 where it was
    (``docs/pressure.md``).
 
 After each stage, pass@1, valid@1 (every step valid and the answer right) and the share of right answers reached

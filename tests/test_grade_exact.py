@@ -289,3 +289,6 @@ def test_sll_first_parsing_gives_the_ll_verdicts():
     finally:
         worker.SLL_FIRST = True
     assert two_stage == ll_alone
+    before = dict(worker.PARSES)  # Math-Verify as the reference grader parses as it does itself: LL alone
+    assert worker.answer({"grader": "math-verify", "gold": "$\\frac{1}{2}$", "given": "$0.5$"}) == {"equal": True}
+    assert worker.PARSES["sll"] == before["sll"] and worker.PARSES["ll"] > before["ll"] and worker.SLL_FIRST

@@ -347,6 +347,34 @@ def test_incremental_batches_read_right_under_eager_attention(tiny_prm):
     assert all(ran < tokens for (_, ran), (_, tokens) in zip(got[:2], want[1][:2]))  # the second round used the caches
 
 
+def test_incremental_repeats_and_windowed_models(tiny_prm):
+    """A prefix asked twice in one call runs once (the repeat costs no tokens, the same scores); a model whose layers
+    would build their own mask (a sliding window) is scored whole, since the batch's mask would replace its window."""
+    from transformers import MistralConfig, MistralForCausalLM
+
+    from prmkit.score import Scorer
+    from prmkit.search.adapters import PRMScorer
+    from prmkit.search.incremental import IncrementalPRMScorer, cache_problem
+
+    scorer = Scorer(tiny_prm, device="cpu")
+    assert cache_problem(scorer.model.backbone) is None
+    items = [(PROBLEMS[0], ["1 + 2 = 3"]), (PROBLEMS[0], ["1 + 2 = 3"]), (PROBLEMS[1], ["4 = 4"])]
+    got, want = IncrementalPRMScorer(scorer).score(items), PRMScorer(scorer).score(items)
+    assert [ran for _, ran in got] == [want[0][1], 0, want[2][1]]
+    assert all(np.allclose(p, q, atol=1e-5) for (p, _), (q, _) in zip(got, want, strict=True))
+
+    windowed = MistralForCausalLM(MistralConfig(vocab_size=32, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                                                num_attention_heads=2, num_key_value_heads=2, sliding_window=4))
+    assert "sliding-window" in cache_problem(windowed)
+    scorer.model.backbone.config.sliding_window = 4  # this Llama now reads as windowed: every prefix scored whole
+    try:
+        whole_only = IncrementalPRMScorer(scorer)
+        assert whole_only.whole_only
+        assert [ran for _, ran in whole_only.score(items)] == [tokens for _, tokens in want]
+    finally:
+        scorer.model.backbone.config.sliding_window = None
+
+
 def test_incremental_scores_equal_whole_prefix_scores_on_random_trees(tiny_prm):
     """The key/value cache kept between rounds (issue 35 item 2): on random trees grown a step at a time, every
     prefix's step scores and token count equal scoring the prefix whole (to 1e-5), and an extension runs the

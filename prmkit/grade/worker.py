@@ -44,7 +44,8 @@ def two_stage_parsing() -> None:
     """Math-Verify's LaTeX parser (latex2sympy2's ANTLR grammar) tries ANTLR's SLL prediction first and falls back
     to full LL only where SLL reports a syntax error: ANTLR guarantees that a parse SLL completes is the one LL
     would give, and LL's full-context prediction is much of the parser's time. The tree is converted once. Applied
-    where this module is imported: a worker process, or a process that grades in-process."""
+    where this module is imported: a worker process, or a process that grades in-process; Math-Verify as the
+    reference grader (``--audit math-verify``, :func:`_reference`) parses with LL alone, as it does itself."""
     from antlr4.atn.PredictionMode import PredictionMode
     from latex2sympy2_extended.latex2sympy2 import _Latex2Sympy
 
@@ -52,25 +53,27 @@ def two_stage_parsing() -> None:
         return
     create = _Latex2Sympy.create_parser
 
-    class TwoStage:
-        def __init__(self, make):
-            self.make = make
+    def create_two_stage(self, latex: str):
+        parser = create(self, latex)  # the real parser, its ``math`` made two-stage; everything else as it was
+        ll_math = parser.math
 
-        def math(self):
-            parser = self.make()
-            if SLL_FIRST:
-                parser._interp.predictionMode = PredictionMode.SLL
-                try:
-                    tree = parser.math()
-                    PARSES["sll"] += 1
-                    return tree
-                except Exception:  # noqa: BLE001 - SLL's syntax error (raised by latex2sympy's listener): LL decides
-                    parser = self.make()
-            tree = parser.math()
-            PARSES["ll"] += 1
-            return tree
+        def math():
+            if not SLL_FIRST:
+                PARSES["ll"] += 1
+                return ll_math()
+            parser._interp.predictionMode = PredictionMode.SLL
+            try:
+                tree = ll_math()
+                PARSES["sll"] += 1
+                return tree
+            except Exception:  # noqa: BLE001 - SLL's syntax error (raised by latex2sympy's listener): LL decides
+                PARSES["ll"] += 1
+                return create(self, latex).math()
 
-    _Latex2Sympy.create_parser = lambda self, latex: TwoStage(lambda: create(self, latex))
+        parser.math = math
+        return parser
+
+    _Latex2Sympy.create_parser = create_two_stage
     _Latex2Sympy._prmkit_two_stage = True
 
 
@@ -121,10 +124,15 @@ def _parse_gold(text: str) -> list:
 
 
 def _reference(job: dict) -> dict:
-    """Math-Verify as its README uses it (default configs), for audits and benchmarks."""
-    gold = parse(job["gold"], parsing_timeout=None)
-    given = parse(job["given"], parsing_timeout=None)
-    return {"equal": bool(verify(gold, given, timeout_seconds=None))}
+    """Math-Verify as its README uses it (default configs), for audits and benchmarks: its own LL parsing."""
+    global SLL_FIRST
+    two_stage, SLL_FIRST = SLL_FIRST, False
+    try:
+        gold = parse(job["gold"], parsing_timeout=None)
+        given = parse(job["given"], parsing_timeout=None)
+        return {"equal": bool(verify(gold, given, timeout_seconds=None))}
+    finally:
+        SLL_FIRST = two_stage
 
 
 def _finite(candidate) -> bool:

@@ -13,7 +13,8 @@ so a near-tie can be picked the other way). The tokens a prefix costs are the to
 
 A call's prefixes run together, ``batch_size`` at a time: each one's cache is padded on the left to the longest in
 the batch and its new tokens on the right, under a mask that hides the pads and keeps each row causal, with each
-row's positions continuing its own cache. ``bench/bench_incremental_scoring.py`` measures it against whole-prefix
+row's positions continuing its own cache. A model that would build a mask of its own (a sliding window, layers
+other than full attention) or whose attention reads none (:func:`cache_problem`) is scored whole. ``bench/bench_incremental_scoring.py`` measures it against whole-prefix
 scoring at depth 10. A model that reads per-token features (:mod:`prmkit.model.features`) is scored whole, since
 its features come from another model.
 """
@@ -27,6 +28,22 @@ import numpy as np
 
 from prmkit.schema import Problem
 from prmkit.search.adapters import PRMScorer
+
+
+def cache_problem(backbone) -> str | None:
+    """Why a batch of cached prefixes cannot run through ``backbone`` under prmkit's custom mask (None: it can). The
+    mask is passed as is, so a model whose layers would build another one (a sliding window, layers other than full
+    attention) or an attention that reads no 4D mask (flash attention) is scored whole instead."""
+    from prmkit.model.packing import PACKED_ATTENTION, unwrapped
+
+    config = unwrapped(backbone).config
+    if getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
+        return "it uses sliding-window attention"
+    if any(t != "full_attention" for t in (getattr(config, "layer_types", None) or [])):
+        return "it has layers other than full attention"
+    if config._attn_implementation not in ("sdpa", "eager", PACKED_ATTENTION):
+        return f"its attention {config._attn_implementation!r} reads no custom mask"
+    return None
 
 
 @dataclass
@@ -55,6 +72,7 @@ class IncrementalPRMScorer:
         self.scorer = model if isinstance(model, Scorer) else Scorer(model, device=device)
         self.whole = PRMScorer(self.scorer)
         self.keep, self.batch_size = keep, batch_size
+        self.whole_only = self.scorer.features is not None or cache_problem(self.scorer.model.backbone) is not None
         # (problem, steps) -> (token ids, step probabilities, per layer (keys, values) [1, heads, tokens, dim])
         self.cached: OrderedDict = OrderedDict()
         self.touched: set = set()
@@ -65,24 +83,29 @@ class IncrementalPRMScorer:
         round's prefixes, and a prefix evicted too early is only slower to score, never scored otherwise."""
         from prmkit.model.labels import step_scores as class_scores
 
-        if self.scorer.features is not None:
+        if self.whole_only:
             return self.whole.score(items)
         self.touched = set()
         items = [(problem.problem, list(steps)) for problem, steps in items]
         encs = self.scorer.encodings([p for p, _ in items], [s for _, s in items])
         out: list = [None] * len(items)
-        todo = []
+        todo, first_of = [], {}  # a prefix asked twice in one call runs once; the repeat costs nothing, as if cached
         for i, ((problem, steps), enc) in enumerate(zip(items, encs)):
+            key = (problem, tuple(steps))
             if len(enc.step_ends) < len(steps):  # truncated: what is kept of it is not a cached prefix's extension
                 out[i] = self.whole.score([(Problem(problem), steps)])[0]
-            else:
+            elif key not in first_of:
+                first_of[key] = i
                 ids = list(enc.input_ids)
-                todo.append(_Prefix(i, (problem, tuple(steps)), ids, list(enc.step_ends), self._longest_hit(problem, steps, ids)))
+                todo.append(_Prefix(i, key, ids, list(enc.step_ends), self._longest_hit(problem, steps, ids)))
         for first in range(0, len(todo), self.batch_size):
             batch = todo[first:first + self.batch_size]
             for prefix, (rows, ran) in zip(batch, self._run(batch)):
                 p = np.array([class_scores(list(r), self.scorer.neutral)["p_correct"] for r in rows], dtype=float)
                 out[prefix.index] = (p, ran)
+        for i, (problem, steps) in enumerate(items):
+            if out[i] is None:  # a repeat
+                out[i] = (out[first_of[(problem, tuple(steps))]][0], 0)
         for key in [k for k in self.cached if k not in self.touched]:
             del self.cached[key]
         while len(self.cached) > self.keep:
@@ -136,13 +159,15 @@ class IncrementalPRMScorer:
         P, Q, B = max(past), max(len(t) for t in new), len(new)
         pad = self.scorer.tokenizer.pad_token_id or 0
         ids = torch.tensor([t + [pad] * (Q - len(t)) for t in new], device=device)
-        positions = torch.tensor(past, device=device)[:, None] + torch.arange(Q, device=device)[None]
+        # a row's pads keep its last real position: no position past any the row has (learned or scaled positions)
+        last = torch.tensor([len(t) - 1 for t in new], device=device)[:, None]
+        positions = torch.tensor(past, device=device)[:, None] + torch.minimum(torch.arange(Q, device=device)[None], last)
         mask = torch.zeros(B, 1, Q, P + Q, dtype=torch.bool, device=device)
         mask[:, :, :, P:] = torch.ones(Q, Q, dtype=torch.bool, device=device).tril()
         for b, n in enumerate(past):
             mask[b, :, :, P - n:P] = True
         model = self.scorer.model
-        dtype = next(model.parameters()).dtype  # additive, as every attention reads a custom mask (eager adds it)
+        dtype = model.backbone.get_input_embeddings().weight.dtype  # additive, as every attention reads it (eager adds)
         mask = torch.zeros(mask.shape, dtype=dtype, device=device).masked_fill(~mask, torch.finfo(dtype).min)
         cache = DynamicCache(self._padded(hits, past, P)) if P else DynamicCache()
         with torch.no_grad():
@@ -153,8 +178,8 @@ class IncrementalPRMScorer:
                 picked = [x.index_select(-1, model.label_ids) for x in picked]
             probs = [probabilities(x.float()).cpu().numpy() for x in picked]
         layers = [(layer.keys, layer.values) for layer in cache.layers]
-        caches = [[(k[b:b + 1, :, P - past[b]:P + len(new[b])], v[b:b + 1, :, P - past[b]:P + len(new[b])])
-                   for k, v in layers] for b in range(B)]
+        caches = [[(k[b:b + 1, :, P - past[b]:P + len(new[b])].clone(), v[b:b + 1, :, P - past[b]:P + len(new[b])].clone())
+                   for k, v in layers] for b in range(B)]  # copies: a view would keep the whole padded batch alive
         return probs, caches
 
     @staticmethod
@@ -178,4 +203,4 @@ class IncrementalPRMScorer:
         return out
 
 
-__all__ = ["IncrementalPRMScorer"]
+__all__ = ["IncrementalPRMScorer", "cache_problem"]

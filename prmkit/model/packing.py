@@ -78,12 +78,17 @@ def packing_problem(backbone) -> str | None:
     attention = [m for m in model.modules() if hasattr(m, "is_causal")]
     if not attention or not all(m.is_causal is True for m in attention):
         return "its attention is not causal (a padded solution would see its neighbours)"
+    return mask_problem(config) or (None if config._attn_implementation in ("sdpa", "eager", PACKED_ATTENTION)
+                                    else f"it is set to attention {config._attn_implementation!r}")
+
+
+def mask_problem(config) -> str | None:
+    """Why a model's layers build a mask other than one causal mask over every token (None where they do not):
+    a mask prmkit passes (a packed row's, a cached batch's) would replace theirs."""
     if getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
         return "it uses sliding-window attention"
     if any(t != "full_attention" for t in (getattr(config, "layer_types", None) or [])):
         return "it has layers other than full attention"
-    if config._attn_implementation not in ("sdpa", "eager", PACKED_ATTENTION):
-        return f"it is set to attention {config._attn_implementation!r}"
     return None
 
 

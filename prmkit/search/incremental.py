@@ -34,16 +34,12 @@ def cache_problem(backbone) -> str | None:
     """Why a batch of cached prefixes cannot run through ``backbone`` under prmkit's custom mask (None: it can). The
     mask is passed as is, so a model whose layers would build another one (a sliding window, layers other than full
     attention) or an attention that reads no 4D mask (flash attention) is scored whole instead."""
-    from prmkit.model.packing import PACKED_ATTENTION, unwrapped
+    from prmkit.model.packing import PACKED_ATTENTION, mask_problem, unwrapped
 
     config = unwrapped(backbone).config
-    if getattr(config, "sliding_window", None) and getattr(config, "use_sliding_window", True):
-        return "it uses sliding-window attention"
-    if any(t != "full_attention" for t in (getattr(config, "layer_types", None) or [])):
-        return "it has layers other than full attention"
     if config._attn_implementation not in ("sdpa", "eager", PACKED_ATTENTION):
         return f"its attention {config._attn_implementation!r} reads no custom mask"
-    return None
+    return mask_problem(config)
 
 
 @dataclass

@@ -121,7 +121,8 @@ def main(argv=None) -> None:
     ap.add_argument("--problems", type=int, default=8, help="held-out problems, searched together")
     ap.add_argument("--n", type=int, default=16)
     ap.add_argument("--m", type=int, default=4)
-    ap.add_argument("--max-new-tokens", type=int, default=256, help="most tokens one generation may take (a step, or\n                    a whole solution for best-of-N: room for the longest)")
+    ap.add_argument("--max-new-tokens", type=int, default=256, help="most tokens one generation may take (a step, or a whole solution for best-of-N: room for "
+                    "the longest)")
     ap.add_argument("--strategies", nargs="+", default=["beam", "best_of_n", "dvts", "particles"])
     ap.add_argument("--summary", type=Path, default=None, help="write every strategy's numbers here (JSON)")
     args = ap.parse_args(argv)

@@ -13,10 +13,10 @@ so a near-tie can be picked the other way). The tokens a prefix costs are the to
 
 A call's prefixes run together, ``batch_size`` at a time: each one's cache is padded on the left to the longest in
 the batch and its new tokens on the right, under a mask that hides the pads and keeps each row causal, with each
-row's positions continuing its own cache. A model that would build a mask of its own (a sliding window, layers
-other than full attention) or whose attention reads none (:func:`cache_problem`) is scored whole. ``bench/bench_incremental_scoring.py`` measures it against whole-prefix
-scoring at depth 10. A model that reads per-token features (:mod:`prmkit.model.features`) is scored whole, since
-its features come from another model.
+row's positions continuing its own cache. ``bench/bench_incremental_scoring.py`` measures it against whole-prefix
+scoring at depth 10. Scored whole instead: a model whose layers would build a mask of their own (a sliding window,
+layers other than full attention) or whose attention reads none (:func:`cache_problem`), and a model that reads
+per-token features (:mod:`prmkit.model.features`), since its features come from another model.
 """
 
 from __future__ import annotations

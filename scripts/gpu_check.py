@@ -22,7 +22,10 @@ What it does, each stage timed and written to ``OUT/gpu_check.json``:
    with a real policy (the base's weights are untrained, so its rollouts measure speed, not labels);
 8. RL (``prmkit.rl``): 5 GRPO steps (TRL's GRPOTrainer, prmkit's rollouts, the PRM as the reward) of the
    base folder on the device, 16 prompts x 8 samples per step: seconds per step;
-9. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
+9. search (``prmkit search``, beam N = 8, M = 4, the step separator as the stop string) of 20 held-out problems:
+   the generator through ``hf`` on the device and ``vllm`` where it is installed, the PRM on the device, whole
+   prefixes and ``--incremental`` (``hf`` only; the picks of the two compared): problems/s, tokens, PRM tokens;
+10. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
    product path as on a CPU (base pretraining, PRM and ORM with surprise features, scoring), with its
    headline numbers and wall time per stage.
 """
@@ -204,6 +207,35 @@ def rl(out: Path, gpus: int, steps: int = 5) -> dict:
             "completions_per_step": cfg.batch, "reward": [round(h["reward"], 4) for h in rows]}
 
 
+def search(out: Path, gpus: int, log: Path) -> dict:
+    """``prmkit search`` (beam) with the base folder as the generator and the trained PRM, both on the device: hf
+    (whole prefixes, then ``--incremental``, whose picks are compared) and vllm where it is installed."""
+    import importlib.util
+
+    from prmkit.io import read_solutions, write_records
+
+    problems = out / "search-problems.jsonl"
+    write_records(problems, list({s.problem.problem: s.problem for s in read_solutions(out / "heldout.jsonl")}.values())[:20])
+    device = "cuda" if gpus else "cpu"
+    runs = [("hf", []), ("hf", ["--incremental"])] + ([("vllm", [])] if gpus and importlib.util.find_spec("vllm") else [])
+    res, picks = {}, {}
+    for backend, extra in runs:
+        name = backend + "".join(e.replace("--", "-") for e in extra)
+        target = out / f"search-{name}.jsonl"
+        cmd = [sys.executable, "-m", "prmkit", "search", str(problems), str(target), "--prm", str(out / "prm"),
+               "--prm-device", device, "--backend", backend, "--model", str(out / "base"), "--strategy", "beam",
+               "--n", "8", "--m", "4", "--max-depth", "12", "--stop", "\n", "--max-new-tokens", "64", "--no-progress",
+               *extra, *(["--device", device] if backend == "hf" else [])]
+        seconds = sh(cmd, log)
+        summary = json.loads(log.read_text().strip().splitlines()[-1])
+        picks[name] = [json.loads(line)["chosen"] for line in target.open()]
+        res[name] = {"wall_seconds": round(seconds, 1), "problems_per_s": round(summary["problems"] / seconds, 2),
+                     **{k: summary[k] for k in ("mean_generated_tokens", "mean_prm_tokens")}}
+    res["incremental_same_picks"] = sum(a == b for a, b in zip(picks["hf"], picks["hf-incremental"]))
+    res["vllm"] = res.get("vllm", "not installed" if gpus else "no GPU")
+    return res
+
+
 def lab_quick(out: Path, gpus: int, log: Path) -> dict:
     """``prmkit lab run --preset quick --seeds 0`` on the device; its headline and stage wall times."""
     run = out / "lab-quick"
@@ -241,7 +273,8 @@ def main() -> int:
               ("train_orm", lambda: train(out, "orm", args, gpus, log)),
               ("score_prm", lambda: score(out, "prm", gpus, log)), ("score_orm", lambda: score(out, "orm", gpus, log)),
               ("evaluate", lambda: evaluate(out)), ("generate", lambda: generate(out, gpus, log)),
-              ("autolabel", lambda: autolabel(out, gpus, log)), ("rl", lambda: rl(out, gpus))]
+              ("autolabel", lambda: autolabel(out, gpus, log)), ("rl", lambda: rl(out, gpus)),
+              ("search", lambda: search(out, gpus, log))]
     if args.tests == "true":
         stages.append(("gpu_tests", lambda: {"wall_seconds": round(sh(
             GPU_TESTS, log), 1)}))

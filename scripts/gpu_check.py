@@ -24,7 +24,8 @@ What it does, each stage timed and written to ``OUT/gpu_check.json``:
    base folder on the device, 16 prompts x 8 samples per step: seconds per step;
 9. search (``prmkit search``, beam N = 8, M = 4, the step separator as the stop string) of 20 held-out problems:
    the generator through ``hf`` on the device and ``vllm`` where it is installed, the PRM on the device, whole
-   prefixes and ``--incremental`` (``hf`` only; the picks of the two compared): problems/s, tokens, PRM tokens;
+   prefixes and ``--incremental`` (``hf`` only; its picks' step scores against whole-prefix scoring): problems/s,
+   tokens, PRM tokens;
 10. the lab on the GPU (``--lab true``): ``prmkit lab run --preset quick --seeds 0 --device cuda``, the same
    product path as on a CPU (base pretraining, PRM and ORM with surprise features, scoring), with its
    headline numbers and wall time per stage.
@@ -209,7 +210,7 @@ def rl(out: Path, gpus: int, steps: int = 5) -> dict:
 
 def search(out: Path, gpus: int, log: Path) -> dict:
     """``prmkit search`` (beam) with the base folder as the generator and the trained PRM, both on the device: hf
-    (whole prefixes, then ``--incremental``, whose picks are compared) and vllm where it is installed."""
+    (whole prefixes, then ``--incremental``, whose picks are scored again whole) and vllm where it is installed."""
     import importlib.util
 
     from prmkit.io import read_solutions, write_records
@@ -222,6 +223,7 @@ def search(out: Path, gpus: int, log: Path) -> dict:
     for backend, extra in runs:
         name = backend + "".join(e.replace("--", "-") for e in extra)
         target = out / f"search-{name}.jsonl"
+        target.unlink(missing_ok=True)  # searched afresh: a rerun into the same --out times the search, not a resume
         cmd = [sys.executable, "-m", "prmkit", "search", str(problems), str(target), "--prm", str(out / "prm"),
                "--prm-device", device, "--backend", backend, "--model", str(out / "base"), "--strategy", "beam",
                "--n", "8", "--m", "4", "--max-depth", "12", "--stop", "\n", "--max-new-tokens", "64", "--no-progress",
@@ -231,7 +233,19 @@ def search(out: Path, gpus: int, log: Path) -> dict:
         picks[name] = [json.loads(line)["chosen"] for line in target.open()]
         res[name] = {"wall_seconds": round(seconds, 1), "problems_per_s": round(summary["problems"] / seconds, 2),
                      **{k: summary[k] for k in ("mean_generated_tokens", "mean_prm_tokens")}}
-    res["incremental_same_picks"] = sum(a == b for a, b in zip(picks["hf"], picks["hf-incremental"]))
+    # the incremental run's picks scored again whole: their step scores as the search recorded them against the PRM's
+    # whole-prefix scores (a near-constant PRM's picks may differ between the runs by ties; the scores may not)
+    import numpy as np
+
+    from prmkit.schema import Problem
+    from prmkit.search.adapters import PRMScorer
+
+    whole = PRMScorer(str(out / "prm"), device=device)
+    chosen = [(json.loads(line)["problem"], c) for line, c in zip(problems.open(), picks["hf-incremental"]) if c]
+    rescored = whole.score([(Problem(p), c["steps"]) for p, c in chosen])
+    res["incremental_largest_score_difference"] = max(
+        (float(np.max(np.abs(np.asarray(c["scores"]) - s))) for (_, c), (s, _) in zip(chosen, rescored) if len(s)),
+        default=0.0)
     res["vllm"] = res.get("vllm", "not installed" if gpus else "no GPU")
     return res
 

@@ -461,6 +461,18 @@ def kernel_noise_ensembles_table(record: dict) -> str:
     return markdown(["restarts averaged", *models], [[str(k), *(cell(m, k) for m in models)] for k in sizes])
 
 
+def plan_check_table(record: dict) -> str:
+    """``scripts/plan_check.py``: a study's ``--plan`` estimates of the later seeds' jobs against their measured
+    seconds, per kind of job, then the share of jobs within the tolerance and the totals."""
+    rows = [[kind, str(k["jobs"]), f"{k['median_ratio']:.2f}"] for kind, k in record["by_kind"].items()]
+    share = record["share_within"]
+    verdict = "every one" if record["within"] else f"{100 * share:.0f}%" if share is not None else "none"
+    return (markdown(["job", "jobs estimated", "measured / estimate, median"], rows)
+            + f"\n\nJobs within {record['tolerance']:g}x of their estimate: {verdict}; in total "
+              f"{record['total_measured']:.0f} s measured against {record['total_estimate']:.0f} s estimated"
+              + (f"; {record['unestimated']} job(s) had no estimate." if record["unestimated"] else "."))
+
+
 def recipe_rule_table(record: dict) -> str:
     """A recipe rule's outcome (``scripts/plans_recipe_rule.py``): each candidate per development seed, its mean,
     and which the rule took."""
@@ -538,6 +550,7 @@ TABLES = {
     "kernel-restarts": kernel_restarts_table,
     "kernel-ensembles": kernel_ensembles_table,
     "kernel-noise": kernel_noise_table,
+    "plan-check": plan_check_table,
     "kernel-noise-ensembles": kernel_noise_ensembles_table,
     "sft-rounds": sft_rounds_table,
     "sft-ladder": sft_ladder_table,

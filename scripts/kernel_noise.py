@@ -44,29 +44,6 @@ def step_matrix(scores: list, kind: str) -> np.ndarray:
     return out
 
 
-class HeldOut:
-    """The held-out pool loaded once; any per-solution score (in the file's order) read as best-of-N per problem."""
-
-    def __init__(self, pool_file: Path, work: Path):
-        from prmkit.evaluate.pool import load_pool
-        from prmkit.io import read_solutions, write_records
-
-        sols = list(read_solutions(pool_file))
-        for i, sol in enumerate(sols):
-            sol.scores = {"index": float(i)}
-        tmp = work / "noise-pool.jsonl.gz"
-        write_records(tmp, sols)
-        self.pool = load_pool(tmp, answer_key="exact")
-        self.order = self.pool.scores["index"].astype(int)  # pool position -> file position
-
-    def best_of(self, score: np.ndarray, n: int) -> np.ndarray:
-        """Expected best-of-``n`` answer accuracy per problem of one score per solution (NaN: never picked)."""
-        from prmkit.evaluate.bon import exact_bon
-
-        self.pool.scores["k"] = score[self.order]
-        return exact_bon(self.pool, "k", [n])[:, 0]
-
-
 def pick_score(stacked: np.ndarray) -> np.ndarray:
     """The lab's pick score of an ensemble: probabilities averaged over restarts, then a PRM's min over steps."""
     mean = stacked.mean(axis=0)
@@ -75,10 +52,12 @@ def pick_score(stacked: np.ndarray) -> np.ndarray:
 
 
 def measure(record: dict, work: Path, n: int, pairs: int, seed: int, tolerance: float) -> dict:
+    from prmkit.io import read_solutions
+    from prmkit.lab.study.core import bon_per_problem
     from prmkit.lab.targets import noise_parts, problems_for
 
     runs = [Path(r) for r in record["runs"]]
-    held = HeldOut(runs[0] / f"seed-{record['seed']}" / "scores" / "label-free-eval" / "eval.jsonl.gz", work)
+    held = list(read_solutions(runs[0] / f"seed-{record['seed']}" / "scores" / "label-free-eval" / "eval.jsonl.gz"))
     rng = np.random.default_rng(seed)
     out = {}
     for model, kind in MODELS.items():
@@ -87,14 +66,14 @@ def measure(record: dict, work: Path, n: int, pairs: int, seed: int, tolerance: 
                 if r not in record["models"][model][run.name]["rejected"]]
         width = max(m.shape[1] for m in mats)
         stacked = np.stack([np.pad(m, ((0, 0), (0, width - m.shape[1])), constant_values=np.nan) for m in mats])
-        values = np.stack([held.best_of(pick_score(stacked[i:i + 1]), n) for i in range(len(mats))])
+        values = np.stack([bon_per_problem(held, pick_score(stacked[i:i + 1]), n) for i in range(len(mats))])
         parts = noise_parts(values)
         sizes = {}
         for k in range(1, len(mats) // 2 + 1):
             diffs = []
             for _ in range(pairs):
                 chosen = rng.permutation(len(mats))[:2 * k]
-                a, b = (held.best_of(pick_score(stacked[idx]), n).mean() for idx in (chosen[:k], chosen[k:]))
+                a, b = (bon_per_problem(held, pick_score(stacked[idx]), n).mean() for idx in (chosen[:k], chosen[k:]))
                 diffs.append(100 * (a - b))
             diffs = np.asarray(diffs)
             sizes[str(k)] = {"rms": round(float(np.sqrt(np.mean(diffs ** 2))), 4),

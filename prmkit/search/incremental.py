@@ -180,23 +180,18 @@ class IncrementalPRMScorer:
 
     @staticmethod
     def _padded(hits: list, past: list[int], P: int) -> list:
-        """Per layer, the batch's cached keys and values left-padded with zeros to ``P`` tokens."""
+        """Per layer, the batch's cached keys and values left-padded with zeros to ``P`` tokens (a prefix with no
+        cache: all zeros, every position masked)."""
         import torch
 
-        def one(tensor, n):
-            return torch.nn.functional.pad(tensor, (0, 0, P - n, 0)) if n < P else tensor
+        template = next(hit for hit in hits if hit)[2]  # a cache's shape: (layers) x (keys, values) [1, heads, t, dim]
 
-        layers = len(next(hit for hit in hits if hit)[2])
-        blank = next(hit for hit in hits if hit)[2]
-        out = []
-        for layer in range(layers):
-            keys, values = [], []
-            for hit, n in zip(hits, past):
-                k, v = hit[2][layer] if hit else (blank[layer][0][:, :, :0], blank[layer][1][:, :, :0])
-                keys.append(one(k, n))
-                values.append(one(v, n))
-            out.append((torch.cat(keys), torch.cat(values)))
-        return out
+        def padded(layer: int, which: int, hit, n: int):
+            tensor = hit[2][layer][which] if hit else template[layer][which][:, :, :0]
+            return torch.nn.functional.pad(tensor, (0, 0, P - n, 0))
+
+        return [tuple(torch.cat([padded(layer, which, hit, n) for hit, n in zip(hits, past)]) for which in (0, 1))
+                for layer in range(len(template))]
 
 
 __all__ = ["IncrementalPRMScorer", "cache_problem"]

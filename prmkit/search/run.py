@@ -33,8 +33,8 @@ class SearchRunConfig(SearchConfig):
     prm_device: str = field(default="auto", metadata={"help": "where the PRM runs: auto, cpu or cuda"})
     incremental: bool = field(default=False, metadata={
         "help": "keep each scored prefix's key/value cache, so a round runs the PRM on new tokens only "
-                "(prmkit.search.incremental; in fp32 the same scores to 1e-5; it pays where the model's compute, not "
-                "the per-call overhead, dominates: bench/bench_incremental_scoring.py)"})
+                "(prmkit.search.incremental: a round's prefixes in one batch; in fp32 the same scores to 1e-5; "
+                "bench/bench_incremental_scoring.py)"})
     chunk: int = field(default=8, metadata={"help": "problems searched together (one batch per round)"})
     generate: GenerateConfig = field(default_factory=GenerateConfig)
 

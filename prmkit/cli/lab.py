@@ -109,13 +109,16 @@ Studies (docs/study-budget.md and the lab report):
   pressure   optimisation pressure with the base model as the policy: best-of-N up to N=4096 and GRPO
              against ORM and PRM credit rules; gold (the oracle) and proxy against sqrt(KL), Gao fits,
              hacking detectors
+  search     test-time search on the fine-tuned policy: best-of-N, weighted best-of-N, beam search, DVTS and
+             particles at each budget, with the lab PRM and with the oracle (the ceiling), by difficulty,
+             on answer and valid-solution accuracy, against tokens spent (docs/search.md)
 
 Each study writes RUN_DIR/study-<name>/ (summary.json, report.html, section.html, figures/); a rerun
 skips every finished job. When RUN_DIR holds a finished `prmkit lab run`, its report.html is re-rendered
 with the study's section.
 """
 
-STUDIES = ("active", "budget", "synthetic", "autolabel", "pressure")
+STUDIES = ("active", "budget", "synthetic", "autolabel", "pressure", "search")
 
 
 def _config(args: argparse.Namespace, study: str | None = None) -> lab.LabConfig:
@@ -300,7 +303,7 @@ def _seeds(text: str) -> list[int]:
 def _add_domain_flag(p: argparse.ArgumentParser, studies: bool = False) -> None:
     from prmkit.lab.domains import DOMAINS
 
-    which = ("budget, active and synthetic run on any domain, autolabel and pressure on the ledger only" if studies
+    which = ("budget, active and synthetic run on any domain, autolabel, pressure and search on the ledger only" if studies
              else "a pool file's own domain is read from its problems")
     p.add_argument("--domain", choices=tuple(DOMAINS), default=None,
                    help="the lab domain (prmkit.lab.domains): ledger (each step a calculation; the default) or plans "

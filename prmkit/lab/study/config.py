@@ -285,6 +285,56 @@ class PressureConfig:
 
 
 
+SEARCH_TREES = ("beam", "dvts", "particles")
+"""The search study's tree strategies (run step by step); best-of-N and weighted best-of-N come from its pool."""
+
+
+@dataclass(frozen=True)
+class SearchStudyConfig:
+    """Test-time search with the lab PRM against best-of-N, with the oracle as the ceiling (issue 35, item 4).
+
+    Per seed, the policy (``policy=sft`` by default: the base fine-tuned by :mod:`prmkit.lab.policy`) writes
+    ``train_problems x samples_per_problem`` solutions; the simulated labellers rate them and a PRM learns from
+    them (the lab's recipe, ``restarts`` runs, the best kept on a held-out tenth of its labels). On ``problems``
+    held-out problems: a pool of ``max(budgets)`` whole samples each (best-of-N and weighted best-of-N at every
+    budget, from disjoint subsets of it; the problem's difficulty, its pass@1 in the pool), and every tree strategy
+    of ``strategies`` at every budget, with the PRM and with the oracle (exact step truth) as the prefix scorer.
+    """
+
+    train_problems: int = field(default=500, metadata={"help": "training problems whose samples the PRM learns from"})
+    samples_per_problem: int = field(default=4, metadata={"help": "samples per training problem (all labelled)"})
+    problems: int = field(default=64, metadata={"help": "held-out problems searched per seed"})
+    budgets: tuple[int, ...] = field(default=(4, 16, 64), metadata={
+        "help": "N: samples, beams or particles (each a multiple of m)"})
+    m: int = field(default=4, metadata={"help": "beam search and DVTS: continuations per kept prefix"})
+    strategies: tuple[str, ...] = field(default=SEARCH_TREES, metadata={
+        "help": f"tree strategies searched step by step (of {', '.join(SEARCH_TREES)})"})
+    scorers: tuple[str, ...] = field(default=("prm", "oracle"), metadata={
+        "help": "prefix scorers: prm (the lab PRM) and oracle (exact step truth: 1 valid, 0 wrong)"})
+    difficulty: tuple[float, ...] = field(default=(0.2, 0.6), metadata={
+        "help": "pass@1 edges of the difficulty bins (hard below the first, easy from the last)"})
+    max_depth: int = field(default=24, metadata={"help": "most steps a searched solution may take"})
+    rm_steps: int = field(default=0, metadata={"help": "optimiser steps of the PRM (0: 300)"})
+    restarts: int = field(default=3, metadata={"help": "PRM runs from distinct seeds, the best kept on held-out labels"})
+
+    def __post_init__(self):
+        for name in ("budgets", "strategies", "scorers", "difficulty"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "budgets", tuple(sorted({int(b) for b in self.budgets})))
+        if not self.budgets or any(b < self.m or b % self.m for b in self.budgets):
+            raise ValueError(f"search.budgets {self.budgets} must be multiples of search.m ({self.m})")
+        if any(s not in SEARCH_TREES for s in self.strategies):
+            raise ValueError(f"search.strategies {self.strategies} must be some of {', '.join(SEARCH_TREES)}")
+        if not self.scorers or any(s not in ("prm", "oracle") for s in self.scorers):
+            raise ValueError(f"search.scorers {self.scorers} must be some of prm, oracle")
+        if list(self.difficulty) != sorted(self.difficulty) or any(not 0 < e < 1 for e in self.difficulty):
+            raise ValueError(f"search.difficulty {self.difficulty} must be increasing pass@1 edges inside (0, 1)")
+        if min(self.train_problems, self.samples_per_problem, self.problems, self.max_depth, self.restarts) < 1:
+            raise ValueError("search problem, sample, depth and restart counts must be at least 1")
+        if self.rm_steps < 0:
+            raise ValueError(f"search.rm_steps must be 0 (300) or positive, got {self.rm_steps}")
+
+
 # The synthetic-supervision study's arms: how small reward models are supervised, and what they are.
 METHODS = ("process", "outcome", "answer")
 NAMES = {"process": "process (large PRM)", "outcome": "outcome (large PRM)", "answer": "answer checking"}
@@ -321,6 +371,13 @@ class PressureStudy(LabConfig):
 
 
 @dataclass(frozen=True)
+class SearchStudy(LabConfig):
+    """``prmkit lab study search``: the lab's config (with the fine-tuned policy) and the search study's."""
+
+    search: SearchStudyConfig = field(default_factory=SearchStudyConfig)
+
+
+@dataclass(frozen=True)
 class AutolabelStudy(LabConfig):
     """``prmkit lab study autolabel``: the lab's config and the automatic-labels study's."""
 
@@ -336,13 +393,14 @@ early on held-out labels instead, which the studies' designs have no labels to s
 
 STUDIES = {"budget": (BudgetStudy, BudgetConfig), "active": (ActiveStudy, ActiveConfig),
            "synthetic": (SyntheticStudy, SyntheticConfig), "autolabel": (AutolabelStudy, AutolabelConfig),
-           "pressure": (PressureStudy, PressureConfig)}
+           "pressure": (PressureStudy, PressureConfig), "search": (SearchStudy, SearchStudyConfig)}
 
 
 LEDGER_ONLY = {
     "autolabel": "its Monte-Carlo rollouts continue the ledger's generator from a prefix, and its reasons for a "
                  "label's disagreement read ledger steps",
     "pressure": "the policy it optimises is the lab's base model, whose text only the ledger reads back",
+    "search": "its policy is the lab's language model, whose text only the ledger reads back",
 }
 """Studies that run on the ledger alone, and why; the others (budget, active, synthetic) run on any domain."""
 
@@ -371,6 +429,8 @@ def study_preset(study: str, name: str = "default", domain: str = "ledger") -> L
     fields["aggregation"] = AGGREGATION
     if study == "pressure":  # the policy it optimises is the base model, so its pools are the base's samples
         fields["policy"] = "lm"
+    if study == "search":  # a search needs a policy that answers: the fine-tuned one (issue 34's)
+        fields["policy"] = "sft"
     return cls(**{**fields, "rm": rm, "orm_ratio": 1}, **{study: own})
 
 
@@ -386,6 +446,9 @@ __all__ = [
     "BudgetStudy",
     "PressureConfig",
     "PressureStudy",
+    "SEARCH_TREES",
+    "SearchStudy",
+    "SearchStudyConfig",
     "SyntheticConfig",
     "SyntheticStudy",
     "study_preset",

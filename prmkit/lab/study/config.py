@@ -436,6 +436,7 @@ def study_preset(study: str, name: str = "default", domain: str = "ledger") -> L
 
 __all__ = [
     "LEDGER_ONLY",
+    "SEARCH_TREES",
     "STUDIES",
     "STUDY_RM_STEPS",
     "ActiveConfig",
@@ -446,7 +447,6 @@ __all__ = [
     "BudgetStudy",
     "PressureConfig",
     "PressureStudy",
-    "SEARCH_TREES",
     "SearchStudy",
     "SearchStudyConfig",
     "SyntheticConfig",

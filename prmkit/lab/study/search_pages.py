@@ -108,8 +108,8 @@ def section_html(summary: dict, figure_path: Path) -> str:
              "<h3>Ceilings of the pool</h3>", table(*ceiling_rows(summary))]
     for scorer in summary["scorers"]:
         parts += [f"<h3>With {SCORER_NAMES[scorer]}</h3>", table(*accuracy_rows(summary, scorer)),
-                  f"<p class='note'>By difficulty at N = {max(summary['budgets'])} (answer accuracy; in brackets the "
-                  "difference from best-of-N):</p>", table(*difficulty_rows(summary, scorer, max(summary["budgets"])))]
+                  (f"<p class='note'>By difficulty at N = {max(summary['budgets'])} (answer accuracy; in brackets "
+                   "the difference from best-of-N):</p>"), table(*difficulty_rows(summary, scorer, max(summary["budgets"])))]
     return "\n".join(parts)
 
 

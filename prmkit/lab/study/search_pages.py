@@ -26,10 +26,11 @@ def accuracy_rows(summary: dict, scorer: str) -> tuple[list[str], list[list[str]
         own = c["strategy"] == "best_of_n"
         rows.append([str(c["n"]), c["strategy"], interval(c["gold"]),
                      "" if own else interval(c["vs_best_of_n"]["gold"], True), interval(c["valid"]),
-                     "" if own else interval(c["vs_best_of_n"]["valid"], True), f"{c['cost']:,.0f}",
+                     "" if own else interval(c["vs_best_of_n"]["valid"], True),
+                     f"{c['generated_tokens']:,.0f} + {c['prm_tokens']:,.0f}",
                      percent(c["exploitation"])])
     return (["N", "strategy", "answer accuracy", "- best-of-N", "valid-solution accuracy", "- best-of-N",
-             "tokens per problem (generated + scored)", "right answers through a wrong step"], rows)
+             "tokens per problem (generated + read by the PRM)", "right answers through a wrong step"], rows)
 
 
 def ceiling_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
@@ -46,7 +47,7 @@ def difficulty_rows(summary: dict, scorer: str, n: int) -> tuple[list[str], list
         row = [c["strategy"]]
         for name in bins:
             b = c["bins"][name]
-            row.append(percent(b["gold"]["mean"]) if c["strategy"] == "best_of_n"
+            row.append("n/a" if not b["problems"] else percent(b["gold"]["mean"]) if c["strategy"] == "best_of_n"
                        else f"{percent(b['gold']['mean'])} ({interval(b['vs_best_of_n_gold'], True)})")
         rows.append(row)
     edges = summary["difficulty"]["edges"]
@@ -55,18 +56,53 @@ def difficulty_rows(summary: dict, scorer: str, n: int) -> tuple[list[str], list
     return (["strategy", *names], rows)
 
 
-def winner_lines(summary: dict) -> list[str]:
-    """One sentence per scorer and measure: which strategy is highest at each budget, with its difference from
-    best-of-N (read the interval: one that covers 0 is no win)."""
+def verdict(difference: dict) -> str:
+    """The study's rule on a paired difference from best-of-N: ``beats`` where its 95% interval lies above 0,
+    ``loses`` where below, else ``no difference``.
+
+    >>> verdict({"mean": 0.1, "ci95": [0.02, 0.2]}), verdict({"mean": 0.0, "ci95": [-0.1, 0.1]})
+    ('beats', 'no difference')
+    """
+    lo, hi = difference["ci95"]
+    return "beats" if lo > 0 else "loses" if hi < 0 else "no difference"
+
+
+def finding_lines(summary: dict) -> list[str]:
+    """Per scorer and measure, the rule's reading at each budget: which strategies beat best-of-N and which lose
+    to it (with their paired differences); the rest are no different."""
     out = []
-    for key, rows in summary["winners"].items():
-        scorer, measure = key.split("/")
-        what = "answer accuracy" if measure == "gold" else "valid-solution accuracy"
-        parts = [f"N = {r['n']}: {r['strategy']}" + ("" if r["strategy"] == "best_of_n" else
-                                                      f" ({interval(r['vs_best_of_n'], True)} against best-of-N)")
-                 for r in rows]
-        out.append(f"Highest {what} with {SCORER_NAMES[scorer]}: " + "; ".join(parts) + ".")
+    for scorer in summary["scorers"]:
+        for measure, what in (("gold", "answer accuracy"), ("valid", "valid-solution accuracy")):
+            parts = []
+            for n in summary["budgets"]:
+                cells = [c for c in cells_of(summary, scorer) if c["n"] == n and c["strategy"] != "best_of_n"]
+                said = [f"{c['strategy']} {verdict(c['vs_best_of_n'][measure])} it "
+                        f"({interval(c['vs_best_of_n'][measure], True)})" for c in cells
+                        if verdict(c["vs_best_of_n"][measure]) != "no difference"]
+                parts.append(f"N = {n}: " + ("; ".join(said) if said else "none differs"))
+            out.append(f"With {SCORER_NAMES[scorer]}, {what} against best-of-N at the same N: " + ". ".join(parts) + ".")
     return out
+
+
+def findings(summary: dict) -> str:
+    """:func:`finding_lines` as a markdown list (docs/search.md)."""
+    return "\n".join(f"- {line}" for line in finding_lines(summary))
+
+
+def prm_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    return accuracy_rows(summary, "prm")
+
+
+def oracle_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    return accuracy_rows(summary, "oracle")
+
+
+def difficulty_prm_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    return difficulty_rows(summary, "prm", max(summary["budgets"]))
+
+
+def difficulty_oracle_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    return difficulty_rows(summary, "oracle", max(summary["budgets"]))
 
 
 def plot_search(summary: dict, path: Path) -> str:
@@ -104,7 +140,7 @@ def section_html(summary: dict, figure_path: Path) -> str:
             f"The PRM's step AUROC on the pool, per seed: {aurocs}. Accuracy in %, 95% bootstrap intervals (seeds, "
             f"then problems); differences paired by problem.</p>")
     parts = ["<h2>Search with a PRM (beam, DVTS, particles against best-of-N)</h2>", note,
-             "<ul>" + "".join(f"<li>{line}</li>" for line in winner_lines(summary)) + "</ul>", figure(Path(figure_path)),
+             "<ul>" + "".join(f"<li>{line}</li>" for line in finding_lines(summary)) + "</ul>", figure(Path(figure_path)),
              "<h3>Ceilings of the pool</h3>", table(*ceiling_rows(summary))]
     for scorer in summary["scorers"]:
         parts += [f"<h3>With {SCORER_NAMES[scorer]}</h3>", table(*accuracy_rows(summary, scorer)),
@@ -116,5 +152,6 @@ def section_html(summary: dict, figure_path: Path) -> str:
 write_outputs = functools.partial(write_study_outputs, name="search", plot=plot_search, section_html=section_html)
 """``figures/search.png``, ``section.html`` and the standalone ``report.html``."""
 
-__all__ = ["accuracy_rows", "ceiling_rows", "difficulty_rows", "plot_search", "section_html", "winner_lines",
+__all__ = ["accuracy_rows", "ceiling_rows", "difficulty_oracle_rows", "difficulty_prm_rows", "difficulty_rows",
+           "finding_lines", "findings", "oracle_rows", "plot_search", "prm_rows", "section_html", "verdict",
            "write_outputs"]

@@ -154,19 +154,6 @@ def cell_summary(key, per_seed: list[np.ndarray], bon: list[np.ndarray], bins: l
     return out
 
 
-def winners(cells: list[dict], scorer: str, measure: str) -> list[dict]:
-    """Per budget, the strategy with the highest mean ``measure`` (gold or valid) under ``scorer``, with its
-    difference from best-of-N."""
-    out = []
-    for n in sorted({c["n"] for c in cells}):
-        mine = [c for c in cells if c["n"] == n and c["scorer"] == scorer]
-        if mine:
-            best = max(mine, key=lambda c: c[measure]["mean"])
-            out.append({"n": n, "strategy": best["strategy"], "mean": best[measure]["mean"],
-                        "vs_best_of_n": best["vs_best_of_n"][measure]})
-    return out
-
-
 def summarise(cfg, seeds: list[int], root) -> dict:
     """Every number of the study (see the module docstring)."""
     from prmkit.lab.study.core import mean_ci
@@ -187,10 +174,8 @@ def summarise(cfg, seeds: list[int], root) -> dict:
             "policy_pass1": mean_ci(np.stack([d for _, d, _, _ in per_seed])),
             "prm_step_auroc": [extra["prm_step_auroc"] for _, _, _, extra in per_seed],
             "cells": cells, "ceilings": ceilings,
-            "winners": {f"{scorer}/{measure}": winners(cells, scorer, measure) for scorer in sc.scorers
-                        for measure in ("gold", "valid")},
             "job_seconds": job_seconds(root), "config": dataclasses.asdict(sc)}
 
 
 __all__ = ["BINS", "POOLED", "bin_of", "block_picks", "cell_summary", "exploitation", "graded", "pooled_ci",
-           "seed_cells", "summarise", "tree_name", "winners"]
+           "seed_cells", "summarise", "tree_name"]

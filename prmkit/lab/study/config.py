@@ -296,9 +296,9 @@ class SearchStudyConfig:
     Per seed, the policy (``policy=sft`` by default: the base fine-tuned by :mod:`prmkit.lab.policy`) writes
     ``train_problems x samples_per_problem`` solutions; the simulated labellers rate them and a PRM learns from
     them (the lab's recipe, ``restarts`` runs, the best kept on a held-out tenth of its labels). On ``problems``
-    held-out problems: a pool of ``max(budgets)`` whole samples each (best-of-N and weighted best-of-N at every
-    budget, from disjoint subsets of it; the problem's difficulty, its pass@1 in the pool), and every tree strategy
-    of ``strategies`` at every budget, with the PRM and with the oracle (exact step truth) as the prefix scorer.
+    held-out problems: a pool of ``max(budgets)`` whole samples each (best-of-N and weighted best-of-N), a problem's
+    difficulty (its pass@1 in ``difficulty_samples`` samples of its own), and every tree strategy of
+    ``strategies`` at every budget, with the PRM and with the oracle (exact step truth) as the prefix scorer.
     """
 
     train_problems: int = field(default=500, metadata={"help": "training problems whose samples the PRM learns from"})
@@ -312,7 +312,9 @@ class SearchStudyConfig:
     scorers: tuple[str, ...] = field(default=("prm", "oracle"), metadata={
         "help": "prefix scorers: prm (the lab PRM) and oracle (exact step truth: 1 valid, 0 wrong)"})
     difficulty: tuple[float, ...] = field(default=(0.2, 0.6), metadata={
-        "help": "pass@1 edges of the difficulty bins (hard below the first, easy from the last)"})
+        "help": "the two pass@1 edges of the difficulty bins (hard below the first, easy from the second)"})
+    difficulty_samples: int = field(default=16, metadata={
+        "help": "samples per problem, of their own, whose pass@1 is its difficulty"})
     max_depth: int = field(default=24, metadata={"help": "most steps a searched solution may take"})
     rm_steps: int = field(default=0, metadata={"help": "optimiser steps of the PRM (0: 300)"})
     restarts: int = field(default=3, metadata={"help": "PRM runs from distinct seeds, the best kept on held-out labels"})
@@ -327,9 +329,11 @@ class SearchStudyConfig:
             raise ValueError(f"search.strategies {self.strategies} must be some of {', '.join(SEARCH_TREES)}")
         if not self.scorers or any(s not in ("prm", "oracle") for s in self.scorers):
             raise ValueError(f"search.scorers {self.scorers} must be some of prm, oracle")
-        if list(self.difficulty) != sorted(self.difficulty) or any(not 0 < e < 1 for e in self.difficulty):
-            raise ValueError(f"search.difficulty {self.difficulty} must be increasing pass@1 edges inside (0, 1)")
-        if min(self.train_problems, self.samples_per_problem, self.problems, self.max_depth, self.restarts) < 1:
+        if (len(self.difficulty) != 2 or list(self.difficulty) != sorted(self.difficulty)
+                or any(not 0 < e < 1 for e in self.difficulty)):
+            raise ValueError(f"search.difficulty {self.difficulty} must be two increasing pass@1 edges inside (0, 1)")
+        if min(self.train_problems, self.samples_per_problem, self.problems, self.max_depth, self.restarts,
+               self.difficulty_samples) < 1:
             raise ValueError("search problem, sample, depth and restart counts must be at least 1")
         if self.rm_steps < 0:
             raise ValueError(f"search.rm_steps must be 0 (300) or positive, got {self.rm_steps}")

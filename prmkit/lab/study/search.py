@@ -9,12 +9,14 @@ The policy is the lab's language model (``policy=sft`` by default: the base fine
    labellers (phase 2), and the held-out problems (a job of their own: their count keys no reward model);
 2. **rm**: the PRM, by the lab's recipe, ``restarts`` runs with the best kept on a held-out tenth of its labels;
 3. **pool**: ``max(budgets)`` whole samples of every held-out problem, each scored by the PRM, with the tokens
-   it took to generate and to score: best-of-N and weighted best-of-N at every budget are read from disjoint
-   subsets of it (:mod:`prmkit.lab.study.search_summary`), and a problem's difficulty is its pass@1 there;
+   it took to generate and to score: best-of-N and weighted best-of-N are read from it
+   (:mod:`prmkit.lab.study.search_summary`); and ``difficulty_samples`` more of each, from a seed stream of their
+   own, whose pass@1 is the problem's difficulty (not the pool's: a problem binned hard by its own pool would
+   have few right answers there by construction);
 4. **search**: every tree strategy (beam, DVTS, particles) at every budget, with the PRM and with the oracle
    (:class:`OracleScorer`: exact step truth, 1 for a valid step and 0 for a wrong one) as the prefix scorer.
 
-Outputs in ``RUN_DIR/study-search/``: ``seed-S/{data,problems,prm,pool,<strategy>-<scorer>-<n>}``,
+Outputs in ``RUN_DIR/study-search/``: ``seed-S/{data,problems,prm,pool,difficulty,<strategy>-<scorer>-<n>}``,
 ``summary.json``, ``section.html``, ``report.html``, ``figures/``. Every job is resumable.
 """
 
@@ -25,14 +27,16 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.study.core import with_restarts
+from prmkit.lab.study.core import AGGREGATION, with_restarts
 from prmkit.lab.study.protocol import Base, Job, Seeded, Study, TrainScore, sampler
 from prmkit.lab.study.search_pages import write_outputs
-from prmkit.lab.study.search_summary import summarise, tree_name
+from prmkit.lab.study.search_summary import read_problems, summarise, tree_name
 
 NAME = "search"
 VERSION = 1
 """Bumped when a job's output format changes, so stale folders are recomputed."""
+DIFFICULTY_STREAM = 1_000_003
+"""Added to the seed of the difficulty samples: a stream of their own, apart from the pool's and the searches'."""
 STEP_TOKENS = 64
 """Most tokens one step may take when a tree strategy asks for one step (the lab's longest step is about 20)."""
 
@@ -109,19 +113,13 @@ def job_problems(out: Path, cfg, seed: int) -> dict:
         cfg.family("eval"), cfg.search.problems, seed, "eval"))}
 
 
-def read_problems_file(path) -> list:
-    from prmkit.io import read_problems
-
-    return list(read_problems(path))
-
-
 def job_pool(out: Path, cfg, seed: int, policy_dir: str, problems_file: str, prm_dir: str, device: str = "auto") -> dict:
     """``max(budgets)`` whole samples of every problem: steps, the PRM's step scores, generated and scored tokens."""
     from prmkit.io import write_records
     from prmkit.lab.jobs import init_worker
 
     init_worker()
-    problems = read_problems_file(problems_file)
+    problems = read_problems(problems_file)
     n = max(cfg.search.budgets)
     exp = expander(cfg, policy_dir, seed, device, one_step=False)
     try:
@@ -145,10 +143,11 @@ def job_tree(out: Path, cfg, seed: int, strategy: str, n: int, scorer: str, poli
 
     init_worker()
     sc = cfg.search
-    problems = read_problems_file(problems_file)
+    problems = read_problems(problems_file)
     prm = prm_scorer(prm_dir, device)
     exp = expander(cfg, policy_dir, seed, device, one_step=True)
-    search_cfg = SearchConfig(strategy=strategy, n=n, m=sc.m, max_depth=sc.max_depth, seed=seed)
+    search_cfg = SearchConfig(strategy=strategy, n=n, m=sc.m, max_depth=sc.max_depth, seed=seed,
+                              aggregation=AGGREGATION)
     try:
         results = search(problems, exp, prm if scorer == "prm" else OracleScorer(prm), search_cfg)
     finally:
@@ -195,6 +194,35 @@ class Pool(Seeded):
                         self.prm.model_dir, self.device)
 
 
+def job_difficulty(out: Path, cfg, seed: int, policy_dir: str, problems_file: str, device: str = "auto") -> dict:
+    """Each problem's pass@1 in ``search.difficulty_samples`` samples of its own (seed stream
+    ``seed + DIFFICULTY_STREAM``)."""
+    from prmkit.io import write_records
+    from prmkit.lab.jobs import init_worker
+    from prmkit.lab.pools import sample_lm
+
+    init_worker()
+    problems, k = read_problems(problems_file), cfg.search.difficulty_samples
+    pool = sample_lm(cfg, problems, k, seed + DIFFICULTY_STREAM, device=device, folder=policy_dir)
+    right = np.array([s.grade == "correct" for s in pool], float).reshape(len(problems), k)
+    write_records(out / "difficulty.jsonl", [{"samples": k, "pass1": right.mean(axis=1).tolist()}])
+    return {"problems": len(problems), "pass1": float(right.mean())}
+
+
+@dataclass(frozen=True)
+class Difficulty(Seeded):
+    """:func:`job_difficulty`."""
+
+    policy: Base = None
+    problems: Problems = None
+    reads = ("search.difficulty_samples",)
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        return job_difficulty(out, self.cfg, self.seed, self.policy.model_dir,
+                              str(self.problems.output("problems.jsonl").path), self.device)
+
+
 @dataclass(frozen=True)
 class Tree(Seeded):
     """:func:`job_tree`."""
@@ -231,6 +259,7 @@ def stages(cfg, ctx) -> list[tuple[str, list[Job]]]:
     prm = {s: TrainScore(str(ctx.seed_dir(s) / "prm"), "prm", data[s].output("train.jsonl.gz"), cfg.rm, s, base, {},
                          **ctx.how) for s in ctx.seeds}
     pools = [Pool(str(ctx.seed_dir(s) / "pool"), cfg, s, policy, problems[s], prm[s], **ctx.how) for s in ctx.seeds]
+    pools += [Difficulty(str(ctx.seed_dir(s) / "difficulty"), cfg, s, policy, problems[s], **ctx.how) for s in ctx.seeds]
     trees = [Tree(str(ctx.seed_dir(s) / tree_name(strategy, scorer, n)), cfg, s, strategy, n, scorer, policy,
                   problems[s], prm[s], **ctx.how)
              for n in sorted(sc.budgets, reverse=True) for s in ctx.seeds for strategy in sc.strategies
@@ -243,5 +272,5 @@ def stages(cfg, ctx) -> list[tuple[str, list[Job]]]:
 STUDY = Study(NAME, stages, summarise, write_outputs, prepare)
 
 
-__all__ = ["STUDY", "Data", "OracleScorer", "Pool", "Problems", "Tree", "expander", "job_data", "job_pool",
-           "job_problems", "job_tree", "tree_name"]
+__all__ = ["DIFFICULTY_STREAM", "STUDY", "Data", "Difficulty", "OracleScorer", "Pool", "Problems", "Tree", "expander",
+           "job_data", "job_difficulty", "job_pool", "job_problems", "job_tree"]

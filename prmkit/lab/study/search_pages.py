@@ -13,47 +13,11 @@ from prmkit.lab.study.core import write_study_outputs
 SCORER_NAMES = {"prm": "the lab PRM", "oracle": "the oracle (exact step truth)"}
 
 
-def cells_of(summary: dict, scorer: str) -> list[dict]:
-    """The summary's cells of ``scorer``, by budget then strategy in the summary's order."""
+def cells_of(summary: dict, scorer: str, trees: bool = False) -> list[dict]:
+    """The summary's cells of ``scorer`` (``trees``: the tree searches only), by budget then strategy."""
     order = {s: i for i, s in enumerate(summary["strategies"])}
-    return sorted((c for c in summary["cells"] if c["scorer"] == scorer), key=lambda c: (c["n"], order[c["strategy"]]))
-
-
-def accuracy_rows(summary: dict, scorer: str) -> tuple[list[str], list[list[str]]]:
-    """Per budget and strategy: answer and valid-solution accuracy, each against best-of-N, cost, exploitation."""
-    rows = []
-    for c in cells_of(summary, scorer):
-        own = c["strategy"] == "best_of_n"
-        rows.append([str(c["n"]), c["strategy"], interval(c["gold"]),
-                     "" if own else interval(c["vs_best_of_n"]["gold"], True), interval(c["valid"]),
-                     "" if own else interval(c["vs_best_of_n"]["valid"], True),
-                     f"{c['generated_tokens']:,.0f} + {c['prm_tokens']:,.0f}",
-                     percent(c["exploitation"])])
-    return (["N", "strategy", "answer accuracy", "- best-of-N", "valid-solution accuracy", "- best-of-N",
-             "tokens per problem (generated + read by the PRM)", "right answers through a wrong step"], rows)
-
-
-def ceiling_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
-    """Per budget: the pool's pass@N and step-judge limit (a valid solution among N samples)."""
-    return (["N", "pass@N", "step-judge limit (a valid sample among N)"],
-            [[str(c["n"]), interval(c["pass"]), interval(c["judge"])] for c in summary["ceilings"]])
-
-
-def difficulty_rows(summary: dict, scorer: str, n: int) -> tuple[list[str], list[list[str]]]:
-    """At budget ``n``: each strategy's answer accuracy per difficulty bin, and its difference from best-of-N."""
-    bins = summary["difficulty"]["bins"]
-    rows = []
-    for c in (c for c in cells_of(summary, scorer) if c["n"] == n):
-        row = [c["strategy"]]
-        for name in bins:
-            b = c["bins"][name]
-            row.append("n/a" if not b["problems"] else percent(b["gold"]["mean"]) if c["strategy"] == "best_of_n"
-                       else f"{percent(b['gold']['mean'])} ({interval(b['vs_best_of_n_gold'], True)})")
-        rows.append(row)
-    edges = summary["difficulty"]["edges"]
-    names = [f"hard: pass@1 < {edges[0]:g} ({bins['hard']})", f"medium ({bins['medium']})",
-             f"easy: pass@1 >= {edges[-1]:g} ({bins['easy']})"]
-    return (["strategy", *names], rows)
+    return sorted((c for c in summary["cells"] if c["scorer"] == scorer and (not trees or "vs_best_of_n_compute" in c)),
+                  key=lambda c: (c["n"], order[c["strategy"]]))
 
 
 def verdict(difference: dict) -> str:
@@ -67,20 +31,86 @@ def verdict(difference: dict) -> str:
     return "beats" if lo > 0 else "loses" if hi < 0 else "no difference"
 
 
+def tokens(c: dict) -> str:
+    return f"{c['generated_tokens']:,.0f} + {c['prm_tokens']:,.0f}"
+
+
+def accuracy_rows(summary: dict, scorer: str) -> tuple[list[str], list[list[str]]]:
+    """Per budget and strategy: answer and valid-solution accuracy, each against best-of-N at the same N, tokens,
+    and the share of right answers reached through a wrong step."""
+    rows = []
+    for c in cells_of(summary, scorer):
+        own, d = c["strategy"] == "best_of_n", c["vs_best_of_n"]
+        rows.append([str(c["n"]), c["strategy"], interval(c["gold"]), "" if own else interval(d["gold"], True),
+                     interval(c["valid"]), "" if own else interval(d["valid"], True), tokens(c),
+                     interval(c["exploitation"])])
+    return (["N", "strategy", "answer accuracy", "- best-of-N (same N)", "valid-solution accuracy",
+             "- best-of-N (same N)", "tokens per problem (generated + read by the PRM)",
+             "right answers through a wrong step"], rows)
+
+
+def compute_rows(summary: dict, scorer: str) -> tuple[list[str], list[list[str]]]:
+    """Each tree search against best-of-N at its own tokens per problem: N* per seed, the differences, the rule's
+    verdict (capped: best-of-N read at the pool's size, with less compute than the tree)."""
+    rows = []
+    for c in cells_of(summary, scorer, trees=True):
+        m = c["vs_best_of_n_compute"]
+        cap = " (capped)" if m["capped"] else ""
+        rows.append([str(c["n"]), c["strategy"], f"{c['cost']:,.0f}", ", ".join(f"{x:.0f}" for x in m["n_star"]),
+                     interval(m["gold"], True), verdict(m["gold"]) + cap, interval(m["valid"], True),
+                     verdict(m["valid"]) + cap])
+    return (["N", "strategy", "tokens per problem", "best-of-N's N* per seed", "answer accuracy - best-of-N",
+             "verdict", "valid-solution accuracy - best-of-N", "verdict"], rows)
+
+
+def ceiling_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Per budget: the pool's pass@N and step-judge limit (a valid solution among N)."""
+    return (["N", "pass@N", "step-judge limit (a valid sample among N)"],
+            [[str(c["n"]), interval(c["pass"]), interval(c["judge"])] for c in summary["ceilings"]])
+
+
+def difficulty_rows(summary: dict, scorer: str, measure: str) -> tuple[list[str], list[list[str]]]:
+    """Each tree search's ``measure`` (gold or valid) per difficulty bin, with its difference from best-of-N at
+    equal compute; best-of-N's own at the largest N for reference."""
+    bins = summary["difficulty"]["bins"]
+
+    def cell(b: dict, d: dict | None) -> str:
+        if not b["problems"]:
+            return "n/a"
+        return percent(b[measure]["mean"]) + ("" if d is None else f" ({interval(d, True)}, {verdict(d)})")
+
+    top = max(summary["budgets"])
+    bon = next(c for c in cells_of(summary, scorer) if c["strategy"] == "best_of_n" and c["n"] == top)
+    rows = [[str(top), "best_of_n", *(cell(bon["bins"][name], None) for name in bins)]]
+    for c in cells_of(summary, scorer, trees=True):
+        d = c["vs_best_of_n_compute"]["bins"]
+        rows.append([str(c["n"]), c["strategy"], *(cell(c["bins"][name], d[name][measure]) for name in bins)])
+    edges = summary["difficulty"]["edges"]
+    names = [f"hard: pass@1 < {edges[0]:g} ({bins['hard']} problems)", f"medium ({bins['medium']})",
+             f"easy: pass@1 >= {edges[-1]:g} ({bins['easy']})"]
+    return (["N", "strategy", *names], rows)
+
+
+MEASURES = (("gold", "answer accuracy"), ("valid", "valid-solution accuracy"))
+
+
 def finding_lines(summary: dict) -> list[str]:
-    """Per scorer and measure, the rule's reading at each budget: which strategies beat best-of-N and which lose
-    to it (with their paired differences); the rest are no different."""
+    """Per scorer and measure, the rule's reading at equal compute at each budget: which tree searches beat
+    best-of-N and which lose to it (with their paired differences); the rest are no different."""
     out = []
     for scorer in summary["scorers"]:
-        for measure, what in (("gold", "answer accuracy"), ("valid", "valid-solution accuracy")):
+        for measure, what in MEASURES:
             parts = []
             for n in summary["budgets"]:
-                cells = [c for c in cells_of(summary, scorer) if c["n"] == n and c["strategy"] != "best_of_n"]
-                said = [f"{c['strategy']} {verdict(c['vs_best_of_n'][measure])} it "
-                        f"({interval(c['vs_best_of_n'][measure], True)})" for c in cells
-                        if verdict(c["vs_best_of_n"][measure]) != "no difference"]
+                said = []
+                for c in (c for c in cells_of(summary, scorer, trees=True) if c["n"] == n):
+                    m = c["vs_best_of_n_compute"]
+                    if verdict(m[measure]) != "no difference":
+                        said.append(f"{c['strategy']} {verdict(m[measure])} it ({interval(m[measure], True)}"
+                                    + (", capped" if m["capped"] else "") + ")")
                 parts.append(f"N = {n}: " + ("; ".join(said) if said else "none differs"))
-            out.append(f"With {SCORER_NAMES[scorer]}, {what} against best-of-N at the same N: " + ". ".join(parts) + ".")
+            out.append(f"With {SCORER_NAMES[scorer]}, {what} against best-of-N at the same tokens: "
+                       + ". ".join(parts) + ".")
     return out
 
 
@@ -89,20 +119,28 @@ def findings(summary: dict) -> str:
     return "\n".join(f"- {line}" for line in finding_lines(summary))
 
 
-def prm_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+def with_prm_rows(summary: dict):
     return accuracy_rows(summary, "prm")
 
 
-def oracle_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+def with_oracle_rows(summary: dict):
     return accuracy_rows(summary, "oracle")
 
 
-def difficulty_prm_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
-    return difficulty_rows(summary, "prm", max(summary["budgets"]))
+def compute_prm_rows(summary: dict):
+    return compute_rows(summary, "prm")
 
 
-def difficulty_oracle_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
-    return difficulty_rows(summary, "oracle", max(summary["budgets"]))
+def compute_oracle_rows(summary: dict):
+    return compute_rows(summary, "oracle")
+
+
+def difficulty_prm_rows(summary: dict):
+    return difficulty_rows(summary, "prm", "gold")
+
+
+def difficulty_prm_valid_rows(summary: dict):
+    return difficulty_rows(summary, "prm", "valid")
 
 
 def plot_search(summary: dict, path: Path) -> str:
@@ -135,23 +173,26 @@ def section_html(summary: dict, figure_path: Path) -> str:
     aurocs = ", ".join("n/a" if math.isnan(a) else f"{a:.3f}" for a in summary["prm_step_auroc"])
     note = (f"<p>The lab policy ({summary['policy']}, pass@1 {interval(summary['policy_pass1'])}) searched on "
             f"{summary['problems']} held-out problems per seed (seeds {', '.join(map(str, summary['seeds']))}), "
-            f"M = {summary['m']}. Best-of-N and weighted best-of-N are read from disjoint subsets of a pool of "
-            f"{max(summary['budgets'])} samples per problem; beam search, DVTS and particle filtering run step by step. "
-            f"The PRM's step AUROC on the pool, per seed: {aurocs}. Accuracy in %, 95% bootstrap intervals (seeds, "
-            f"then problems); differences paired by problem.</p>")
+            f"M = {summary['m']}. Best-of-N and weighted best-of-N are read from a pool of {summary['pool']} samples "
+            f"per problem; beam search, DVTS and particle filtering run step by step. The PRM's step AUROC on the "
+            f"pool, per seed: {aurocs}. Accuracy in %, 95% bootstrap intervals (seeds, then problems; within a "
+            f"difficulty bin and for the share through a wrong step, problems pooled); differences paired by "
+            f"problem.</p>")
     parts = ["<h2>Search with a PRM (beam, DVTS, particles against best-of-N)</h2>", note,
              "<ul>" + "".join(f"<li>{line}</li>" for line in finding_lines(summary)) + "</ul>", figure(Path(figure_path)),
              "<h3>Ceilings of the pool</h3>", table(*ceiling_rows(summary))]
     for scorer in summary["scorers"]:
-        parts += [f"<h3>With {SCORER_NAMES[scorer]}</h3>", table(*accuracy_rows(summary, scorer)),
-                  (f"<p class='note'>By difficulty at N = {max(summary['budgets'])} (answer accuracy; in brackets "
-                   "the difference from best-of-N):</p>"), table(*difficulty_rows(summary, scorer, max(summary["budgets"])))]
+        parts += [f"<h3>With {SCORER_NAMES[scorer]}: at equal compute</h3>", table(*compute_rows(summary, scorer)),
+                  "<p class='note'>At equal N:</p>", table(*accuracy_rows(summary, scorer))]
+        for measure, what in MEASURES:
+            parts += [(f"<p class='note'>By difficulty ({what}; in brackets the difference from best-of-N at "
+                       "equal compute):</p>"), table(*difficulty_rows(summary, scorer, measure))]
     return "\n".join(parts)
 
 
 write_outputs = functools.partial(write_study_outputs, name="search", plot=plot_search, section_html=section_html)
 """``figures/search.png``, ``section.html`` and the standalone ``report.html``."""
 
-__all__ = ["accuracy_rows", "ceiling_rows", "difficulty_oracle_rows", "difficulty_prm_rows", "difficulty_rows",
-           "finding_lines", "findings", "oracle_rows", "plot_search", "prm_rows", "section_html", "verdict",
-           "write_outputs"]
+__all__ = ["MEASURES", "accuracy_rows", "ceiling_rows", "compute_oracle_rows", "compute_prm_rows", "compute_rows",
+           "difficulty_prm_rows", "difficulty_prm_valid_rows", "difficulty_rows", "finding_lines", "findings",
+           "plot_search", "section_html", "tokens", "verdict", "with_oracle_rows", "with_prm_rows", "write_outputs"]

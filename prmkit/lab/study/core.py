@@ -50,6 +50,17 @@ def with_restarts(cfg, steps: int, restarts: int):
     return cfg.replace({"rm.restarts": restarts, "rm.eval_fraction": 0.1 if held_out else 0.0})
 
 
+def labelled_pool(cfg, seed: int, problems: int, samples: int, salt: int, device: str = "auto") -> list:
+    """``problems x samples`` of the policy's solutions of train-split problems, shuffled (by ``[seed, salt]``: a
+    study's own order) and rated by the simulated labellers: what a study's reward models learn from."""
+    from prmkit.lab.labellers import label
+    from prmkit.lab.pools import generate_pool
+
+    pool = generate_pool(cfg, seed, "train", problems, samples, device=device)
+    pool = [pool[i] for i in np.random.default_rng([seed, salt]).permutation(len(pool))]
+    return label(pool, cfg.labellers, seed)
+
+
 def grouped(solutions) -> list[list[int]]:
     """Indices of ``solutions`` grouped by problem id, in order of first appearance."""
     groups: dict[str, list[int]] = {}
@@ -192,6 +203,7 @@ __all__ = [
     "AGGREGATION",
     "bon_per_problem",
     "grouped",
+    "labelled_pool",
     "log_fit",
     "mean_ci",
     "slope_ratio",

@@ -35,11 +35,11 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.jobs import init_worker
-from prmkit.stack import RL_PACKAGES
-from prmkit.lab.study.core import with_restarts
+from prmkit.lab.study.core import labelled_pool, with_restarts
 from prmkit.lab.study.pressure_pages import write_outputs
 from prmkit.lab.study.pressure_summary import rm_name, summarise
 from prmkit.lab.study.protocol import Base, Seeded, Study, TrainScore, sampler
+from prmkit.stack import RL_PACKAGES
 
 NAME = "pressure"
 REWARDS = {"orm": ("orm", "last", 0.0), "prm-min": ("prm", "min", 0.0), "prm-product": ("prm", "product", 0.0),
@@ -56,18 +56,15 @@ RL_VERSION = 2
 def job_data(out: Path, cfg, seed: int, progress: bool = False, device: str = "auto") -> dict:
     """The labelled pool and its budget prefixes, and the best-of-N pool."""
     from prmkit.io import write_records
-    from prmkit.lab.labellers import label
     from prmkit.lab.pools import generate_pool
 
     init_worker()
     pc = cfg.pressure
-    pool = generate_pool(cfg, seed, "train", pc.train_problems, pc.samples_per_problem, device=device)
-    pool = [pool[i] for i in np.random.default_rng([seed, 23]).permutation(len(pool))]
-    labelled = label(pool, cfg.labellers, seed)
+    labelled = labelled_pool(cfg, seed, pc.train_problems, pc.samples_per_problem, 23, device)
     for b in pc.budgets:
         write_records(out / f"train-{b}.jsonl.gz", labelled[:b])
     write_records(out / "bon.jsonl.gz", generate_pool(cfg, seed, "eval", pc.bon_problems, pc.bon_samples, device=device))
-    return {"pool": len(pool), "bon": pc.bon_problems * pc.bon_samples}
+    return {"pool": len(labelled), "bon": pc.bon_problems * pc.bon_samples}
 
 
 def job_prompts(out: Path, cfg, seed: int) -> dict:

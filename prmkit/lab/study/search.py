@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from prmkit.lab.study.core import AGGREGATION, with_restarts
+from prmkit.lab.study.core import AGGREGATION, labelled_pool, with_restarts
 from prmkit.lab.study.protocol import Base, Job, Seeded, Study, TrainScore, sampler
 from prmkit.lab.study.search_pages import write_outputs
 from prmkit.lab.study.search_summary import read_problems, summarise, tree_name
@@ -95,14 +95,11 @@ def job_data(out: Path, cfg, seed: int, device: str = "auto") -> dict:
     """The PRM's training set: the policy's samples of train-split problems, rated by the simulated labellers."""
     from prmkit.io import write_records
     from prmkit.lab.jobs import init_worker
-    from prmkit.lab.labellers import label
-    from prmkit.lab.pools import generate_pool
 
     init_worker()
     sc = cfg.search
-    pool = generate_pool(cfg, seed, "train", sc.train_problems, sc.samples_per_problem, device=device)
-    pool = [pool[i] for i in np.random.default_rng([seed, 35]).permutation(len(pool))]
-    return {"labelled": write_records(out / "train.jsonl.gz", label(pool, cfg.labellers, seed))}
+    return {"labelled": write_records(out / "train.jsonl.gz", labelled_pool(cfg, seed, sc.train_problems,
+                                                                          sc.samples_per_problem, 35, device))}
 
 
 def job_problems(out: Path, cfg, seed: int) -> dict:

@@ -38,8 +38,8 @@ VERSION = 1
 DIFFICULTY_STREAM = 1_000_003
 """Added to the seed of the difficulty samples: a stream of their own, apart from the pool's and the searches'."""
 STEP_TOKENS = 64
-"""Most tokens one step may take when a tree strategy asks for one step (a cut step is scored as written and
-cannot end the solution, so this only bounds a runaway step)."""
+"""Most tokens one step may take when a tree strategy asks for one step: a bound on a runaway step (one cut
+short is kept as written), far above a lab step's length."""
 
 
 # --- the world a search sees --------------------------------------------------------------------------------

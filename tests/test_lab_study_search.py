@@ -186,3 +186,19 @@ def test_the_quick_study_runs_end_to_end(tmp_path, lab_cache):
         assert c["prm_tokens"] > 0
     again = run_study(STUDY, cfg, [0], tmp_path, progress=False)  # a rerun recomputes nothing
     assert all(t.get("ran", 0) == 0 for name, t in again["timings"].items() if name != "evaluate")
+
+
+def test_the_plan_prices_a_search_by_its_size(tmp_path):
+    """``--plan`` scales a done search's seconds by N x problems, and prices the oracle's searches apart."""
+    from prmkit.lab.study.config import study_preset
+    from prmkit.lab.study.plan import estimate
+    from prmkit.lab.study.protocol import Context
+    from prmkit.lab.study.search import STUDY, Tree
+
+    cfg = STUDY.prepare(study_preset("search", "quick"), [0])
+    trees = [j for _, jobs in STUDY.stages(cfg, Context(tmp_path, (0,))) for j in jobs if isinstance(j, Tree)]
+    small, large = (next(t for t in trees if t.scorer == "prm" and t.n == n) for n in (4, 8))
+    assert large.work == 2 * small.work == 2 * 4 * cfg.search.problems and small.plan_kind == "Tree/prm"
+    rows = [{"stage": "search", "job": "Tree", "kind": t.plan_kind, "work": t.work, "status": s, "seconds": sec}
+            for t, s, sec in ((small, "done", 10.0), (large, "to run", None))]
+    assert estimate(rows, {})[1]["estimate"] == 20.0

@@ -4,7 +4,8 @@ without running anything.
 Each job is found as the driver would run it (:func:`~prmkit.lab.study.protocol.run_study`'s stages, keyed the
 same way): ``done`` (its ``done.json`` holds its key), ``partial`` (an interrupted run left its folder, which
 the next run resumes) or ``to run``. A job not done is estimated by the compute seconds of the done jobs of
-its kind in the same study folder (their median), else by the published run's mean per job of its stage
+its kind in the same study folder (the median of their seconds per unit of work, :attr:`Job.work`, times its own
+work: a search at N = 64 costs more than one at N = 4), else by the published run's mean per job of its stage
 (``docs/results/study-<name>.json``, where that run had the same preset), else not at all: a study that has
 run one job of a kind knows what the next one costs.
 
@@ -12,6 +13,10 @@ run one job of a kind knows what the next one costs.
 ...         {"stage": "rm", "job": "RewardModel", "folder": "seed-1/rm-prm-500", "status": "to run", "seconds": None}]
 >>> estimate(rows, {})[1]["estimate"], estimate(rows, {})[1]["basis"]
 (100.0, 'median of 1 done RewardModel job')
+>>> rows = [{"stage": "search", "job": "Tree", "kind": "Tree/prm", "work": 256, "status": "done", "seconds": 40.0},
+...         {"stage": "search", "job": "Tree", "kind": "Tree/prm", "work": 1024, "status": "to run", "seconds": None}]
+>>> estimate(rows, {})[1]["estimate"], estimate(rows, {})[1]["basis"]
+(160.0, 'median of 1 done Tree/prm job, scaled by size')
 """
 
 from __future__ import annotations
@@ -35,8 +40,9 @@ def plan_study(study, cfg, seeds: list[int], run_dir, device: str = "auto", publ
     for stage, jobs in study.stages(cfg, Context(root, tuple(seeds), device)):
         for job in jobs:
             folder = Path(job.folder)
-            rows.append({"stage": stage, "job": type(job).__name__, "folder": _shown(folder, root),
-                         "status": status(folder, job.key), "seconds": _seconds(folder, job.key)})
+            rows.append({"stage": stage, "job": type(job).__name__, "kind": job.plan_kind, "work": job.work,
+                         "folder": _shown(folder, root), "status": status(folder, job.key),
+                         "seconds": _seconds(folder, job.key)})
     stage_means = published_means(published, cfg.name, domain) if published else {}
     return {"study": study.name, "root": str(root), "seeds": list(seeds), "rows": estimate(rows, stage_means)}
 
@@ -78,18 +84,24 @@ def published_means(summary: dict, preset: str, domain: str) -> dict[str, float]
 
 def estimate(rows: list[dict], stage_means: dict[str, float]) -> list[dict]:
     """Each row with ``estimate`` (seconds; None where nothing is known) and ``basis`` (where it comes from)."""
-    done: dict[str, list[float]] = {}
+    rates: dict[str, list[float]] = {}  # seconds per unit of work of each kind's done jobs
+    sized: set[str] = set()  # kinds whose jobs differ in size
     for r in rows:
+        kind, work = r.get("kind", r["job"]), r.get("work", 1.0)
+        if work != 1.0:
+            sized.add(kind)
         if r["status"] == "done" and r["seconds"] is not None:
-            done.setdefault(r["job"], []).append(r["seconds"])
+            rates.setdefault(kind, []).append(r["seconds"] / work)
     out = []
     for r in rows:
+        kind = r.get("kind", r["job"])
         if r["status"] == "done":
             out.append({**r, "estimate": r["seconds"], "basis": "measured"})
-        elif r["job"] in done:
-            n = len(done[r["job"]])
-            out.append({**r, "estimate": statistics.median(done[r["job"]]),
-                        "basis": f"median of {n} done {r['job']} job{'s' if n > 1 else ''}"})
+        elif kind in rates:
+            n = len(rates[kind])
+            out.append({**r, "estimate": statistics.median(rates[kind]) * r.get("work", 1.0),
+                        "basis": f"median of {n} done {kind} job{'s' if n > 1 else ''}"
+                                 + (", scaled by size" if kind in sized else "")})
         elif r["stage"] in stage_means:
             out.append({**r, "estimate": stage_means[r["stage"]], "basis": "the published run's stage mean"})
         else:

@@ -279,6 +279,11 @@ class Data(Seeded):
              "pressure.budgets", "pressure.bon_problems", "pressure.bon_samples")
     version = VERSION
 
+    @property
+    def work(self) -> float:  # samples drawn
+        pc = self.cfg.pressure
+        return pc.train_problems * pc.samples_per_problem + pc.bon_problems * pc.bon_samples
+
     def run(self, out: Path) -> dict:
         return job_data(out, self.cfg, self.seed, self.progress, self.device)
 
@@ -307,6 +312,12 @@ class RL(Seeded):
     orm: TrainScore = None
     reads = ("pressure.rl", "pressure.rl_eval_samples", "pressure.check", "base.max_length")  # the policy: ``base``
     version = RL_VERSION
+
+    @property
+    def work(self) -> float:  # samples drawn: the rollouts, and the evaluations before the first step and every few
+        pc = self.cfg.pressure
+        evaluations = pc.rl.steps // pc.rl.eval_every + 1 if pc.rl.eval_every else 1
+        return pc.rl.steps * pc.rl.prompts_per_step * pc.rl.group + evaluations * pc.rl_eval_problems * pc.rl_eval_samples
 
     def run(self, out: Path) -> dict:
         rm_dirs = {"prm": self.prm.model_dir, "orm": self.orm.model_dir}

@@ -45,6 +45,18 @@ class Job:
     """Bumped when the job's outputs change for the same inputs, so that old folders are recomputed."""
 
     @property
+    def plan_kind(self) -> str:
+        """What ``--plan`` prices together (:mod:`prmkit.lab.study.plan`): jobs of one kind cost alike per unit of
+        :attr:`work`."""
+        return type(self).__name__
+
+    @property
+    def work(self) -> float:
+        """The job's size in its kind's units (samples drawn, optimiser steps): ``--plan`` scales the seconds of the
+        done jobs of its kind by it. 1 where every job of a kind costs alike."""
+        return 1.0
+
+    @property
     def key(self) -> str:
         parts = {f.name: keyed(getattr(self, f.name)) for f in dataclasses.fields(self) if f.name not in UNKEYED}
         if hasattr(self, "cfg"):

@@ -162,6 +162,10 @@ class Data(Seeded):
     reads = ("domain", "policy", "labellers", "search.train_problems", "search.samples_per_problem")
     version = VERSION
 
+    @property
+    def work(self) -> float:
+        return self.cfg.search.train_problems * self.cfg.search.samples_per_problem
+
     def run(self, out: Path) -> dict:
         return job_data(out, self.cfg, self.seed, self.device)
 
@@ -186,6 +190,10 @@ class Pool(Seeded):
     prm: TrainScore = None
     reads = ("search.budgets",)
     version = VERSION
+
+    @property
+    def work(self) -> float:
+        return self.cfg.search.problems * max(self.cfg.search.budgets)
 
     def run(self, out: Path) -> dict:
         return job_pool(out, self.cfg, self.seed, self.policy.model_dir, str(self.problems.output("problems.jsonl").path),
@@ -216,6 +224,10 @@ class Difficulty(Seeded):
     reads = ("search.difficulty_samples",)
     version = VERSION
 
+    @property
+    def work(self) -> float:
+        return self.cfg.search.problems * self.cfg.search.difficulty_samples
+
     def run(self, out: Path) -> dict:
         return job_difficulty(out, self.cfg, self.seed, self.policy.model_dir,
                               str(self.problems.output("problems.jsonl").path), self.device)
@@ -233,6 +245,14 @@ class Tree(Seeded):
     prm: TrainScore = None
     reads = ("search.m", "search.max_depth")
     version = VERSION
+
+    @property
+    def plan_kind(self) -> str:  # the oracle's searches run no PRM: they cost less per unit
+        return f"Tree/{self.scorer}"
+
+    @property
+    def work(self) -> float:
+        return self.n * self.cfg.search.problems
 
     def run(self, out: Path) -> dict:
         return job_tree(out, self.cfg, self.seed, self.strategy, self.n, self.scorer, self.policy.model_dir,

@@ -36,6 +36,8 @@ def speed_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     ratio = {k: t["math-verify"][k] / t["prmkit"][k] for k in ("cold", "warm")}
     rows.append(["prmkit / math-verify", "throughput ratio", "", f"**{ratio['cold']:.2f}x**", "",
                  f"**{ratio['warm']:.2f}x**"])
+    if "cold_no_snapshot" in t["prmkit"]:  # summaries from before the parser snapshot have none
+        rows += _without_snapshot("prmkit without the parser snapshot", n, t["prmkit"]["cold_no_snapshot"], t)
     one = summary.get("single_thread")
     if one:  # summaries from before the one-thread row have none
         rows.append(["prmkit, one thread", "grade_many with InProcess: no workers", f"{one['cold']:.2f}",
@@ -43,10 +45,19 @@ def speed_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
         rows.append(["prmkit one thread / math-verify", "throughput ratio", "",
                      f"**{t['math-verify']['cold'] / one['cold']:.2f}x**", "",
                      f"**{t['math-verify']['warm'] / one['warm']:.2f}x**"])
+        if "cold_no_snapshot" in one:
+            rows += _without_snapshot("prmkit, one thread, without the parser snapshot", n, one["cold_no_snapshot"], t)
     return header, rows
 
 
-STAGES = {"fast_path_s": "string fast path and exact reader, every pair, one thread, caches empty (s)",
+def _without_snapshot(name: str, n: int, cold: float, t: dict) -> list[list[str]]:
+    """A cold timing's baseline row (no parser snapshot: ``PRMKIT_GRADE_PARSER_CACHE=0``) and its ratio."""
+    return [[name, "its cold start's baseline", f"{cold:.2f}", f"{n / cold:,.1f}", "", ""],
+            ["... / math-verify", "throughput ratio", "", f"{t['math-verify']['cold'] / cold:.2f}x", "", ""]]
+
+
+STAGES = {"parser_snapshot_load_s": "loading the parser snapshot, once per process (s)",
+          "fast_path_s": "string fast path and exact reader, every pair, one thread, caches empty (s)",
           "decided_in_process": "pairs decided in the process",
           "decided_by_exact_values": "of which by exact values (prmkit.grade.exact)",
           "to_parser": "pairs left to Math-Verify's parser",
@@ -59,3 +70,35 @@ def stages_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     stages = summary.get("stages", {})
     return ["stage", "value"], [[STAGES[k], f"{v:,}" if isinstance(v, int) else f"{v:.2f}"]
                                 for k, v in stages.items() if k in STAGES]
+
+
+TARGETS = (("with workers, cold", ("prmkit", "cold"), 3.0), ("with workers, warm", ("prmkit", "warm"), 4.0),
+           ("one thread, cold", ("single_thread", "cold"), 2.0), ("one thread, warm", ("single_thread", "warm"), 2.0))
+"""Issue 36's throughput targets: prmkit's pairs per second over Math-Verify's, in the same run."""
+
+
+def targets_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """Each throughput target against the medians' ratio, and the range of the runs' own ratios."""
+    runs = summary.get("runs") or [dict(summary["seconds"], single_thread=summary["single_thread"])]
+    rows = []
+    for name, (who, when), target in TARGETS:
+        median = summary["seconds"]["math-verify"][when] / _seconds(summary, who)[when]
+        each = [run["math-verify"][when] / (run[who] if who == "single_thread" else run["prmkit"])[when]
+                for run in runs]
+        rows.append([name, f"{target:g}x", f"{median:.2f}x", f"{min(each):.2f}-{max(each):.2f}x",
+                     "met" if median >= target else "missed"])
+    return ["target", "asked", "measured (medians)", "each run", "verdict"], rows
+
+
+def _seconds(summary: dict, who: str) -> dict:
+    return summary["single_thread"] if who == "single_thread" else summary["seconds"]["prmkit"]
+
+
+def snapshot_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """``bench/bench_grade_snapshot.py``: cold, one thread, with and without the parser snapshot."""
+    runs = summary["runs"]
+    return (["parser snapshot", "jobs", "seconds (median)", "each run", "DFA states after", "same answers"],
+            [[arm, f"{summary['jobs']:,}", f"{summary['seconds'][arm]:.2f}",
+              ", ".join(f"{s:.2f}" for s in runs[arm]), f"{summary['dfa_states'][arm]['parser']:,}",
+              "yes" if summary["same_answers"] else "**no**"] for arm in ("without", "with")]
+            + [["ratio (without / with)", "", f"**{summary['ratio']:.2f}x**", "", "", ""]])

@@ -541,7 +541,7 @@ TABLES = {
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
     **{f"autolabel-{name}": _study_rows("autolabel", name)
        for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples")},
-    **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed", "stages")},
+    **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed", "stages", "targets", "snapshot")},
     "bon-read": bon_read_table,
     "bench-incremental": incremental_bench_table,
     "bench-search-overhead": search_overhead_table,

@@ -7,10 +7,7 @@ Qwen2.5-Math candidate pool (800 sampled solutions against their problem's gold)
 thread with its own signal timeouts; prmkit runs ``grade_many`` with its worker pool.
 
 Two timings each: cold (prmkit: worker start-up inside the timed region; Math-Verify: its first call in
-this process, importing it included) and warm (everything started, the same pairs again). prmkit's workers
-start from the parser snapshot (``prmkit.grade.parser_cache``), built before the timings as it is on any
-machine after its first grading; beside each of its cold timings, the same cold start without the snapshot
-(``PRMKIT_GRADE_PARSER_CACHE=0``), its baseline. The agreement
+this process, importing it included) and warm (everything started, the same pairs again). The agreement
 table counts, against the right verdict of each pair (Math-Verify's expectation for its cases, but for
 the ones ``RIGHT_OVERRIDES`` corrects; correct for MATH-500; the pool's recorded correctness, but for
 the one pair it gets wrong; the table's verdict), how often each grader accepts a wrong answer and
@@ -31,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import contextlib
 import json
 import logging
 import os
@@ -46,8 +42,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from prmkit.grade import GradeError, SymbolicPool, grade_many
-from prmkit.grade.parser_cache import ENV as SNAPSHOT_ENV
-from prmkit.grade.parser_cache import install as install_snapshot
 from prmkit.grade.report import agreement_rows, speed_rows
 from prmkit.stack import GRADE_PACKAGES, numeric_stack, source_commit
 
@@ -99,25 +93,6 @@ def run_prmkit(pairs, pool: SymbolicPool) -> tuple[list, float]:
     return results, time.perf_counter() - start
 
 
-@contextlib.contextmanager
-def no_snapshot():
-    """Workers started inside parse without the parser snapshot (the baseline beside every cold timing)."""
-    os.environ[SNAPSHOT_ENV] = "0"
-    try:
-        yield
-    finally:
-        del os.environ[SNAPSHOT_ENV]
-
-
-def cold_without_snapshot(pairs, workers: int) -> float:
-    pool = SymbolicPool(workers=workers)
-    try:
-        with no_snapshot():
-            return run_prmkit(pairs, pool)[1]
-    finally:
-        pool.close()
-
-
 def run_single() -> dict:
     """In this (fresh) process: prmkit on one thread (the symbolic step in the process), cold then warm."""
     from prmkit.grade import InProcess
@@ -135,12 +110,9 @@ def run_stages() -> dict:
     """In this (fresh) process: where prmkit's time goes. The fast path on every pair first, with its caches
     empty; then the pairs it leaves, in this process's parser twice (the second pass timed: a warm parser);
     then one worker's start-up."""
-    from prmkit.grade import GradeResult, InProcess, fast_path, worker  # noqa: F401 - imported before the timing
+    from prmkit.grade import GradeResult, InProcess, fast_path
 
     given_gold = [(given, gold) for _, given, gold, _ in load_pairs()]
-    start = time.perf_counter()
-    install_snapshot()
-    load_s = time.perf_counter() - start
     start = time.perf_counter()
     triaged = [fast_path(given, gold) for given, gold in given_gold]
     fast_s = time.perf_counter() - start
@@ -158,7 +130,7 @@ def run_stages() -> dict:
     pool.run({"gold": "$1$", "given": "$1$", "mode": "strict"})
     started = time.perf_counter() - start
     pool.close()
-    return {"parser_snapshot_load_s": load_s, "fast_path_s": fast_s, "decided_in_process": len(decided),
+    return {"fast_path_s": fast_s, "decided_in_process": len(decided),
             "decided_by_exact_values": sum(r.reason.endswith("-value") for r in decided),
             "to_parser": len(jobs), "parser_s_after_warm_up": parser_s, "worker_start_s": started}
 
@@ -167,14 +139,6 @@ def in_child(part: str) -> dict:
     """``run_single`` or ``run_stages`` in a fresh process of its own."""
     out = subprocess.run([sys.executable, __file__, "--child", part], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.splitlines()[-1])
-
-
-def single_thread() -> dict:
-    """``run_single`` in fresh processes, with the snapshot and (cold only) without it."""
-    one = in_child("single")
-    with no_snapshot():
-        one["cold_no_snapshot"] = in_child("single")["cold"]
-    return one
 
 
 def _delimited(text: str) -> str:
@@ -217,13 +181,9 @@ def main() -> None:
         return None
     if args.repeat > 1:
         return repeated(args)
-    # untimed, and in a process of its own (Math-Verify's baseline must parse cold, with its own parser): on any
-    # machine the snapshot exists after its first grading
-    subprocess.run([sys.executable, "-m", "prmkit.grade.parser_cache"], check=True, capture_output=True)
     pairs = load_pairs()
     n = len(pairs)
     mv, mv_cold = run_math_verify(pairs)
-    ours_cold_without = cold_without_snapshot(pairs, args.workers)
     _, mv_warm = run_math_verify(pairs)
     pool = SymbolicPool(workers=args.workers)
     try:
@@ -235,9 +195,8 @@ def main() -> None:
         "bench": "bench/bench_grade.py", "date": time.strftime("%Y-%m-%d"), "cores": os.cpu_count(), "pairs": n,
         "graders": ["math-verify", "prmkit"],
         "how": {"math-verify": "README usage, in process, main thread", "prmkit": f"grade_many, {args.workers} workers"},
-        "seconds": {"math-verify": {"cold": mv_cold, "warm": mv_warm}, "prmkit": {"cold": ours_cold, "warm": ours_warm,
-                                                                          "cold_no_snapshot": ours_cold_without}},
-        "single_thread": single_thread(), "stages": in_child("stages"),
+        "seconds": {"math-verify": {"cold": mv_cold, "warm": mv_warm}, "prmkit": {"cold": ours_cold, "warm": ours_warm}},
+        "single_thread": in_child("single"), "stages": in_child("stages"),
         "sources": agreement(pairs, {"math-verify": mv, "prmkit": [_says_correct(r) for r in ours]}),
         "prmkit_reasons": dict(collections.Counter(getattr(r, "reason", "error") for r in ours).most_common()),
         "prmkit_timeouts": sum(getattr(r, "reason", "") == "timeout" for r in ours),
@@ -271,10 +230,9 @@ def repeated(args) -> None:
             print(f"run {k + 1}/{args.repeat}: " + ", ".join(
                 f"{g} cold {t['cold']:.2f} s warm {t['warm']:.2f} s" for g, t in runs[-1]["seconds"].items()))
     summary = dict(runs[0], runs=[dict(r["seconds"], single_thread=r["single_thread"]) for r in runs])
-    summary["seconds"] = {g: {w: statistics.median(r["seconds"][g][w] for r in runs) for w in runs[0]["seconds"][g]}
+    summary["seconds"] = {g: {w: statistics.median(r["seconds"][g][w] for r in runs) for w in ("cold", "warm")}
                           for g in summary["graders"]}
-    summary["single_thread"] = {w: statistics.median(r["single_thread"][w] for r in runs)
-                                for w in runs[0]["single_thread"]}
+    summary["single_thread"] = {w: statistics.median(r["single_thread"][w] for r in runs) for w in ("cold", "warm")}
     summary["stages"] = {k: statistics.median(r["stages"][k] for r in runs) for k in runs[0]["stages"]}
     summary["how"] = {g: f"{h}; median of {args.repeat} fresh runs" for g, h in summary["how"].items()}
     summary["command"] = " ".join(["python", *sys.argv])

@@ -201,10 +201,8 @@ class InProcess:
     timeouts = 0
 
     def run(self, job: dict, timeout: float | None = None) -> dict:
-        from prmkit.grade import parser_cache
         from prmkit.grade.worker import answer
 
-        parser_cache.install()  # as a worker does before its first pair (once per process)
         return answer(job)
 
     def close(self) -> None:

@@ -27,8 +27,6 @@ logging.getLogger("math_verify").setLevel(logging.ERROR)  # it warns once that i
 from math_verify import ExprExtractionConfig, LatexExtractionConfig, parse, verify
 from sympy import Basic, MatrixBase, nan, zoo
 
-from prmkit.grade import parser_cache
-
 # Boxed first: in prmkit's formats the box is the answer, before any "final answer is" sentence.
 PARSE_CONFIG = (LatexExtractionConfig(boxed_match_priority=0), ExprExtractionConfig())
 _UNDEFINED = (zoo, nan)
@@ -164,7 +162,6 @@ def _watch_parent() -> None:
 def main() -> None:
     _limit_memory(int(os.environ.get("PRMKIT_GRADE_MEMORY_MB", "4096")))
     threading.Thread(target=_watch_parent, daemon=True).start()
-    parser_cache.install()  # before "ready": the parent counts start-up apart from a pair's deadline
     out = sys.stdout
     out.write(json.dumps({"ready": True}) + "\n")
     out.flush()

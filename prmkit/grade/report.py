@@ -79,9 +79,11 @@ TARGETS = (("with workers, cold", ("prmkit", "cold"), 3.0), ("with workers, warm
 
 def targets_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """Each throughput target against the medians' ratio, and the range of the runs' own ratios."""
-    runs = summary.get("runs") or [dict(summary["seconds"], single_thread=summary["single_thread"])]
+    runs = summary.get("runs") or [dict(summary["seconds"], single_thread=summary.get("single_thread"))]
     rows = []
     for name, (who, when), target in TARGETS:
+        if who == "single_thread" and not summary.get("single_thread"):  # summaries from before that row
+            continue
         median = summary["seconds"]["math-verify"][when] / _seconds(summary, who)[when]
         each = [run["math-verify"][when] / (run[who] if who == "single_thread" else run["prmkit"])[when]
                 for run in runs]

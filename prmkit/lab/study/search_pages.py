@@ -143,6 +143,15 @@ def difficulty_prm_valid_rows(summary: dict):
     return difficulty_rows(summary, "prm", "valid")
 
 
+def recipe_rows(record: dict) -> tuple[list[str], list[list[str]]]:
+    """``scripts/search_prm_recipe.py``'s record: each label budget tried, its PRM's step AUROC per development
+    seed against the floor, in the rule's order."""
+    rows = [[f"{t['labels']:,}", ", ".join(f"{a:.3f}" for a in t["prm_step_auroc"]), f"{min(t['prm_step_auroc']):.3f}",
+             "yes" if t["passes"] else "no"] for t in record["tried"]]
+    return ["labelled solutions", f"step AUROC, seeds {', '.join(map(str, record['tried'][0]['seeds']))}", "lowest",
+            f"all at least {record['floor']}"], rows
+
+
 def plot_search(summary: dict, path: Path) -> str:
     """Accuracy against tokens per problem (log x): one line per strategy, the PRM solid, the oracle dashed; answer
     accuracy left, valid-solution accuracy right."""

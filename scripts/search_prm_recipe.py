@@ -1,0 +1,74 @@
+#!/usr/bin/env python
+"""Apply docs/search.md's rule for a search-study PRM that passes the floor (written 2026-12-06, before its runs).
+
+On the development seeds, ``prmkit lab study search`` is run with label budgets in the rule's order (2,000, 4,000,
+8,000 labelled solutions: ``search.train_problems`` 500, 1000, 2000, four samples each), its searches with the
+oracle alone at N = 64 (the PRM is read only through its step AUROC on the pool). The first budget whose PRM
+reaches the floor (``targets.FLOOR``) on every development seed is the recipe; the later budgets are not run.
+Each budget is its own run folder under ``--runs``; a rerun finds its stages cached and only reads them.
+
+    python scripts/search_prm_recipe.py --runs /tmp/s35 --out docs/results/search-prm-recipe.json
+    python scripts/docs_tables.py            # then render the docs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from prmkit.lab.targets import FLOOR
+from prmkit.stack import run_record
+
+TRAIN_PROBLEMS = (500, 1000, 2000)
+"""The rule's order of ``search.train_problems`` (each problem's 4 samples labelled)."""
+SAMPLES = 4
+DEV_SETTINGS = ("search.strategies=beam", "search.scorers=oracle", "search.budgets=64")
+"""What the development runs change besides the budget: one search per seed, the oracle's."""
+
+
+def command(problems: int, run: Path, seeds: str) -> list[str]:
+    sets = [f"search.train_problems={problems}", f"search.samples_per_problem={SAMPLES}", *DEV_SETTINGS]
+    return ["prmkit", "lab", "study", "search", "--seeds", seeds, *[a for s in sets for a in ("--set", s)],
+            "--out-dir", str(run), "--no-progress"]
+
+
+def run_budget(problems: int, runs: Path, seeds: str) -> dict:
+    """One budget's run (or its cached stages read again): its PRM's step AUROC per seed."""
+    run = runs / f"dev-{problems * SAMPLES}"
+    cmd = command(problems, run, seeds)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "prmkit", *cmd[1:]], check=True)
+    summary = json.loads((run / "summary.json").read_text())
+    aurocs = summary["prm_step_auroc"]
+    return {"labels": problems * SAMPLES, "train_problems": problems, "seeds": summary["seeds"],
+            "prm_step_auroc": aurocs, "passes": min(aurocs) >= FLOOR, "command": " ".join(cmd),
+            "run_commit": summary.get("commit"), "seconds": round(time.perf_counter() - start, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=Path, required=True, help="folder of the budgets' run folders")
+    parser.add_argument("--seeds", default="dev", help="the development seeds (default: dev, 0-2)")
+    parser.add_argument("--out", type=Path, required=True, help="the summary written")
+    args = parser.parse_args(argv)
+    tried = []
+    for problems in TRAIN_PROBLEMS:
+        tried.append(run_budget(problems, args.runs, args.seeds))
+        print(json.dumps(tried[-1]), flush=True)
+        if tried[-1]["passes"]:
+            break
+    chosen = next((t["labels"] for t in tried if t["passes"]), None)
+    record = {"rule": "docs/search.md, 'A PRM that passes the floor' (2026-12-06)", "floor": FLOOR, "tried": tried,
+              "chosen_labels": chosen, "command": " ".join(["python", "scripts/search_prm_recipe.py", *sys.argv[1:]]),
+              **run_record()}
+    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    print(f"chosen: {chosen} labels" if chosen else f"none of {[t['labels'] for t in tried]} reaches {FLOOR}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

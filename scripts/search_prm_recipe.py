@@ -42,7 +42,7 @@ def run_budget(problems: int, runs: Path, seeds: str) -> dict:
     cmd = command(problems, run, seeds)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "prmkit", *cmd[1:]], check=True)
-    summary = json.loads((run / "summary.json").read_text())
+    summary = json.loads((run / "study-search" / "summary.json").read_text())
     aurocs = summary["prm_step_auroc"]
     return {"labels": problems * SAMPLES, "train_problems": problems, "seeds": summary["seeds"],
             "prm_step_auroc": aurocs, "passes": min(aurocs) >= FLOOR, "command": " ".join(cmd),

@@ -20,7 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-from prmkit.lab.targets import FLOOR
+from prmkit.lab.config import REPORT_SEEDS, SEED_SETS
+from prmkit.lab.targets import FLOOR, auroc_spread
 from prmkit.stack import run_record
 
 TRAIN_PROBLEMS = (500, 1000, 2000)
@@ -45,8 +46,17 @@ def run_budget(problems: int, runs: Path, seeds: str) -> dict:
     summary = json.loads((run / "study-search" / "summary.json").read_text())
     aurocs = summary["prm_step_auroc"]
     return {"labels": problems * SAMPLES, "train_problems": problems, "seeds": summary["seeds"],
-            "prm_step_auroc": aurocs, "passes": min(aurocs) >= FLOOR, "command": " ".join(cmd),
+            "prm_step_auroc": aurocs, "passes": auroc_spread(aurocs)["above_floor"], "command": " ".join(cmd),
             "run_commit": summary.get("commit"), "seconds": round(time.perf_counter() - start, 1)}
+
+
+def chosen(tried: list[dict]) -> int | None:
+    """The rule's pick: the first budget, in the rule's order, whose PRM passes on every development seed.
+
+    >>> chosen([{"labels": 2000, "passes": False}, {"labels": 4000, "passes": True}]), chosen([])
+    (4000, None)
+    """
+    return next((t["labels"] for t in tried if t["passes"]), None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,18 +65,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="dev", help="the development seeds (default: dev, 0-2)")
     parser.add_argument("--out", type=Path, required=True, help="the summary written")
     args = parser.parse_args(argv)
+    seeds = SEED_SETS.get(args.seeds) or [int(x) for x in args.seeds.split(",")]
+    if set(seeds) & set(REPORT_SEEDS):
+        parser.error(f"--seeds {args.seeds}: the rule chooses on development seeds, never on report seeds {REPORT_SEEDS}")
     tried = []
     for problems in TRAIN_PROBLEMS:
         tried.append(run_budget(problems, args.runs, args.seeds))
         print(json.dumps(tried[-1]), flush=True)
-        if tried[-1]["passes"]:
+        if chosen(tried):
             break
-    chosen = next((t["labels"] for t in tried if t["passes"]), None)
+    pick = chosen(tried)
     record = {"rule": "docs/search.md, 'A PRM that passes the floor' (2026-12-06)", "floor": FLOOR, "tried": tried,
-              "chosen_labels": chosen, "command": " ".join(["python", "scripts/search_prm_recipe.py", *sys.argv[1:]]),
+              "chosen_labels": pick, "command": " ".join(["python", "scripts/search_prm_recipe.py", *sys.argv[1:]]),
               **run_record()}
     args.out.write_text(json.dumps(record, indent=1) + "\n")
-    print(f"chosen: {chosen} labels" if chosen else f"none of {[t['labels'] for t in tried]} reaches {FLOOR}")
+    print(f"chosen: {pick} labels" if pick else f"none of {[t['labels'] for t in tried]} reaches {FLOOR}")
     return 0
 
 

@@ -51,13 +51,13 @@ def speed_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
 
 
 def _without_snapshot(name: str, n: int, cold: float, t: dict) -> list[list[str]]:
-    """A cold timing's baseline row (no parser snapshot: ``PRMKIT_GRADE_PARSER_CACHE=0``) and its ratio."""
+    """A cold timing's baseline row in the parser-snapshot trial's summary (the same cold start without the
+    snapshot, c60b696) and its ratio."""
     return [[name, "its cold start's baseline", f"{cold:.2f}", f"{n / cold:,.1f}", "", ""],
             ["... / math-verify", "throughput ratio", "", f"{t['math-verify']['cold'] / cold:.2f}x", "", ""]]
 
 
-STAGES = {"parser_snapshot_load_s": "loading the parser snapshot, once per process (s)",
-          "fast_path_s": "string fast path and exact reader, every pair, one thread, caches empty (s)",
+STAGES = {"fast_path_s": "string fast path and exact reader, every pair, one thread, caches empty (s)",
           "decided_in_process": "pairs decided in the process",
           "decided_by_exact_values": "of which by exact values (prmkit.grade.exact)",
           "to_parser": "pairs left to Math-Verify's parser",
@@ -78,26 +78,34 @@ TARGETS = (("with workers, cold", ("prmkit", "cold"), 3.0), ("with workers, warm
 
 
 def targets_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
-    """Each throughput target against the medians' ratio, and the range of the runs' own ratios."""
-    runs = summary.get("runs") or [dict(summary["seconds"], single_thread=summary.get("single_thread"))]
+    """Each throughput target against the medians' ratio, and the range of the runs' own ratios (the medians'
+    alone where a summary keeps no runs; the one-thread targets only where it has that row).
+
+    >>> s = {"seconds": {"math-verify": {"cold": 6.0, "warm": 4.0}, "prmkit": {"cold": 2.0, "warm": 1.0}}}
+    >>> [r[2:] for r in targets_rows(s)[1]]
+    [['3.00x', '3.00x', 'met'], ['4.00x', '4.00x', 'met']]
+    """
+    medians = dict(summary["seconds"], single_thread=summary.get("single_thread"))
+    runs = summary.get("runs") or [medians]
     rows = []
     for name, (who, when), target in TARGETS:
-        if who == "single_thread" and not summary.get("single_thread"):  # summaries from before that row
-            continue
-        median = summary["seconds"]["math-verify"][when] / _seconds(summary, who)[when]
-        each = [run["math-verify"][when] / (run[who] if who == "single_thread" else run["prmkit"])[when]
-                for run in runs]
-        rows.append([name, f"{target:g}x", f"{median:.2f}x", f"{min(each):.2f}-{max(each):.2f}x",
-                     "met" if median >= target else "missed"])
+        if not all(_prmkit(r, who) for r in [medians, *runs]):
+            continue  # summaries from before the one-thread row
+        median = medians["math-verify"][when] / _prmkit(medians, who)[when]
+        each = [r["math-verify"][when] / _prmkit(r, who)[when] for r in runs]
+        spread = f"{min(each):.2f}-{max(each):.2f}x" if len(each) > 1 else f"{each[0]:.2f}x"
+        rows.append([name, f"{target:g}x", f"{median:.2f}x", spread, "met" if median >= target else "missed"])
     return ["target", "asked", "measured (medians)", "each run", "verdict"], rows
 
 
-def _seconds(summary: dict, who: str) -> dict:
-    return summary["single_thread"] if who == "single_thread" else summary["seconds"]["prmkit"]
+def _prmkit(seconds: dict, who: str) -> dict | None:
+    """prmkit's cold and warm seconds of one run (or of the medians): with workers, or on one thread."""
+    return seconds.get("single_thread") if who == "single_thread" else seconds.get("prmkit")
 
 
 def snapshot_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
-    """``bench/bench_grade_snapshot.py``: cold, one thread, with and without the parser snapshot."""
+    """The parser-snapshot trial's held-out timing (``bench/bench_grade_snapshot.py`` at c60b696, since removed):
+    cold, one thread, with and without the snapshot."""
     runs = summary["runs"]
     return (["parser snapshot", "jobs", "seconds (median)", "each run", "DFA states after", "same answers"],
             [[arm, f"{summary['jobs']:,}", f"{summary['seconds'][arm]:.2f}",

@@ -145,7 +145,14 @@ def difficulty_prm_valid_rows(summary: dict):
 
 def recipe_rows(record: dict) -> tuple[list[str], list[list[str]]]:
     """``scripts/search_prm_recipe.py``'s record: each label budget tried, its PRM's step AUROC per development
-    seed against the floor, in the rule's order."""
+    seed against the floor, in the rule's order.
+
+    >>> r = {"floor": 0.9, "tried": [{"labels": 2000, "seeds": [0, 1], "prm_step_auroc": [0.85, 0.95], "passes": False}]}
+    >>> recipe_rows(r)[1]
+    [['2,000', '0.850, 0.950', '0.850', 'no']]
+    """
+    if not record["tried"]:
+        raise ValueError("the recipe record tried no budget")
     rows = [[f"{t['labels']:,}", ", ".join(f"{a:.3f}" for a in t["prm_step_auroc"]), f"{min(t['prm_step_auroc']):.3f}",
              "yes" if t["passes"] else "no"] for t in record["tried"]]
     return ["labelled solutions", f"step AUROC, seeds {', '.join(map(str, record['tried'][0]['seeds']))}", "lowest",

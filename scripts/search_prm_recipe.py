@@ -1,13 +1,17 @@
 #!/usr/bin/env python
-"""Apply docs/search.md's rule for a search-study PRM that passes the floor (written 2026-12-06, before its runs).
+"""Apply docs/search.md's rules for a search-study PRM that passes the floor (each written before its runs).
 
-On the development seeds, ``prmkit lab study search`` is run with label budgets in the rule's order (2,000, 4,000,
-8,000 labelled solutions: ``search.train_problems`` 500, 1000, 2000, four samples each), its searches with the
-oracle alone at N = 64 (the PRM is read only through its step AUROC on the pool). The first budget whose PRM
-reaches the floor (``targets.FLOOR``) on every development seed is the recipe; the later budgets are not run.
-Each budget is its own run folder under ``--runs``; a rerun finds its stages cached and only reads them.
+On the development seeds, ``prmkit lab study search`` is run with label budgets in the rule's order, its searches
+with the oracle alone at N = 64 (the PRM is read only through its step AUROC on the pool). The first budget whose
+PRM reaches the floor (``targets.FLOOR``) on every development seed is the recipe; the later budgets are not run.
+``--protocol study`` (the first rule, 2026-12-06) trains the PRM by the studies' recipe at 2,000, 4,000, 8,000
+labelled solutions (``search.train_problems`` 500, 1000, 2000, four samples each); ``--protocol lab`` (the second
+rule) by the lab run's protocol (:func:`prmkit.lab.config.lab_rm`: its learning rates, early stopping, 600 steps
+at most) at 2,000 and 8,000. Each budget is its own run folder under ``--runs``; a rerun finds its stages cached
+and only reads them.
 
     python scripts/search_prm_recipe.py --runs /tmp/s35 --out docs/results/search-prm-recipe.json
+    python scripts/search_prm_recipe.py --protocol lab --runs /tmp/s35 --out docs/results/search-prm-recipe-lab.json
     python scripts/docs_tables.py            # then render the docs
 """
 
@@ -20,27 +24,46 @@ import sys
 import time
 from pathlib import Path
 
-from prmkit.lab.config import REPORT_SEEDS, SEED_SETS
+from prmkit.lab.config import REPORT_SEEDS, SEED_SETS, lab_rm
+from prmkit.lab.study.config import study_preset
 from prmkit.lab.targets import FLOOR, auroc_spread
 from prmkit.stack import run_record
 
-TRAIN_PROBLEMS = (500, 1000, 2000)
-"""The rule's order of ``search.train_problems`` (each problem's 4 samples labelled)."""
+TRAIN_PROBLEMS = {"study": (500, 1000, 2000), "lab": (500, 2000)}
+"""Each rule's order of ``search.train_problems`` (each problem's 4 samples labelled)."""
+RULES = {"study": "docs/search.md, 'A PRM that passes the floor' (2026-12-06)",
+         "lab": "docs/search.md, 'A PRM by the lab run's protocol' (2026-12-06, second)"}
+LAB_FIELDS = ("lr", "new_lr", "eval_fraction", "eval_every", "early_stop_patience", "early_stop_min_steps")
 SAMPLES = 4
 DEV_SETTINGS = ("search.strategies=beam", "search.scorers=oracle", "search.budgets=64")
 """What the development runs change besides the budget: one search per seed, the oracle's."""
 
 
-def command(problems: int, run: Path, seeds: str) -> list[str]:
-    sets = [f"search.train_problems={problems}", f"search.samples_per_problem={SAMPLES}", *DEV_SETTINGS]
+def protocol_settings(protocol: str) -> list[str]:
+    """The ``--set`` overrides that train the study's PRM by ``protocol``: none for the studies' own recipe; for
+    the lab run's, every field of :func:`lab_rm` that the study's recipe sets otherwise, and its step cap.
+
+    >>> protocol_settings("study"), protocol_settings("lab")[:2], protocol_settings("lab")[-1]
+    ([], ['rm.lr=0.0005', 'rm.new_lr=0.003'], 'search.rm_steps=600')
+    """
+    if protocol == "study":
+        return []
+    lab, study = lab_rm(), study_preset("search").rm
+    return [*(f"rm.{f}={getattr(lab, f)}" for f in LAB_FIELDS if getattr(lab, f) != getattr(study, f)),
+            f"search.rm_steps={lab.max_steps}"]
+
+
+def command(problems: int, run: Path, seeds: str, protocol: str = "study") -> list[str]:
+    sets = [f"search.train_problems={problems}", f"search.samples_per_problem={SAMPLES}", *DEV_SETTINGS,
+            *protocol_settings(protocol)]
     return ["prmkit", "lab", "study", "search", "--seeds", seeds, *[a for s in sets for a in ("--set", s)],
             "--out-dir", str(run), "--no-progress"]
 
 
-def run_budget(problems: int, runs: Path, seeds: str) -> dict:
+def run_budget(problems: int, runs: Path, seeds: str, protocol: str) -> dict:
     """One budget's run (or its cached stages read again): its PRM's step AUROC per seed."""
-    run = runs / f"dev-{problems * SAMPLES}"
-    cmd = command(problems, run, seeds)
+    run = runs / f"{'' if protocol == 'study' else protocol + '-'}dev-{problems * SAMPLES}"
+    cmd = command(problems, run, seeds, protocol)
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "prmkit", *cmd[1:]], check=True)
     summary = json.loads((run / "study-search" / "summary.json").read_text())
@@ -62,6 +85,8 @@ def chosen(tried: list[dict]) -> int | None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=Path, required=True, help="folder of the budgets' run folders")
+    parser.add_argument("--protocol", choices=sorted(TRAIN_PROBLEMS), default="study",
+                        help="how the PRM trains: the studies' recipe (the first rule) or the lab run's (the second)")
     parser.add_argument("--seeds", default="dev", help="the development seeds (default: dev, 0-2)")
     parser.add_argument("--out", type=Path, required=True, help="the summary written")
     args = parser.parse_args(argv)
@@ -69,13 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     if set(seeds) & set(REPORT_SEEDS):
         parser.error(f"--seeds {args.seeds}: the rule chooses on development seeds, never on report seeds {REPORT_SEEDS}")
     tried = []
-    for problems in TRAIN_PROBLEMS:
-        tried.append(run_budget(problems, args.runs, args.seeds))
+    for problems in TRAIN_PROBLEMS[args.protocol]:
+        tried.append(run_budget(problems, args.runs, args.seeds, args.protocol))
         print(json.dumps(tried[-1]), flush=True)
         if chosen(tried):
             break
     pick = chosen(tried)
-    record = {"rule": "docs/search.md, 'A PRM that passes the floor' (2026-12-06)", "floor": FLOOR, "tried": tried,
+    record = {"rule": RULES[args.protocol], "protocol": args.protocol, "floor": FLOOR, "tried": tried,
               "chosen_labels": pick, "command": " ".join(["python", "scripts/search_prm_recipe.py", *sys.argv[1:]]),
               **run_record()}
     args.out.write_text(json.dumps(record, indent=1) + "\n")

@@ -32,7 +32,7 @@ from prmkit.schema import SchemaError, Solution
 EPILOG = """\
 input: JSON Lines (or a JSON array), one object per pair, e.g.
   {"given": "so the answer is \\\\boxed{\\\\frac{1}{2}}", "gold": "0.5", "id": "q17"}
-"given" may be a whole solution (its # Answer, \\boxed{} or #### is extracted) or a bare answer;
+"given" may be a whole solution (its # Answer, \\boxed{}, #### or Minerva's "The final answer is ..." is extracted) or a bare answer;
 null means no answer (graded incorrect, reason no-answer). Other keys are copied to the output.
 
 output (OUT): each input object plus "grade" (correct / incorrect / unparseable: the grader could

@@ -46,8 +46,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 
 from prmkit.grade.exact import CLOSE_WINDOW, Exact, decide, read_value
-from prmkit.grade.extract import count_boxes, extract_answer
+from prmkit.grade.extract import count_boxes, extract_answer, unwrap_math
 from prmkit.grade.normalize import canonical_latex, exact_number, is_decimal, normalize, strip_string
+from prmkit.grade.relation import decide_relations, read_relation
 from prmkit.grade.structure import collection_kind, entries
 from prmkit.grade.symbolic import (
     DEFAULT_TIMEOUT,
@@ -92,6 +93,7 @@ relations ~ intervals, case and list order of plain comma lists ignored."""
 REASONS = {
     "equal-normalized": "correct", "equal-symbolic": "correct", "equal-unordered": "correct",
     "equal-entries": "correct", "equal-converted": "correct", "equal-text": "correct", "equal-value": "correct",
+    "equal-relation": "correct", "different-relation": "incorrect",
     "different-number": "incorrect", "different-value": "incorrect", "different-text": "incorrect", "different-variable": "incorrect", "different-symbolic": "incorrect", "different-entries": "incorrect",
     "different-unit": "incorrect", "different-collection": "incorrect", "no-answer": "incorrect",
     "given-unparsed": "unparseable", "timeout": "unparseable", "memory": "unparseable",
@@ -282,7 +284,7 @@ def _prepare(given: str | None, gold: str, mode: str) -> GradeResult | _Prepared
         raise ValueError(f"gold answer must be a non-empty string, got {gold!r}")
     gold_answer, gold_key, gold_job = _gold_side(gold)
     found = extract_answer(given) if given else None
-    given_answer = (found or given.strip()) if given else ""
+    given_answer = unwrap_math(found or given.strip()) if given else ""
     if not given_answer or (found is None and count_boxes(given)):  # a box cut off mid-answer: no answer
         return GradeResult("incorrect", "no-answer", None, gold_answer, "", gold_key)
     prepared = _Prepared(given_answer, gold_answer, normalize(given_answer), gold_key, {}, _is_prose(given))
@@ -299,7 +301,7 @@ def _prepare(given: str | None, gold: str, mode: str) -> GradeResult | _Prepared
 def _gold_side(gold: str) -> tuple[str, str, str]:
     """The gold answer, its key and its Math-Verify text: computed once per gold, since a pool grades
     many answers against one gold (the worker caches its parse the same way)."""
-    answer = extract_answer(gold) or gold.strip()
+    answer = unwrap_math(extract_answer(gold) or gold.strip())
     return answer, normalize(answer), _for_math_verify(gold, answer)
 
 
@@ -339,10 +341,10 @@ def _fast(p: _Prepared, mode: str) -> GradeResult | None:
         return p.result("different-variable", f"{names[0]} against {names[1]}")
     if p.given_key == p.gold_key and not other_variable:
         return p.result("equal-normalized")
-    if a is not None and b is not None and not _percent(p.given + p.gold):  # the answers, not the prose
-        if _numbers_differ(p.given, p.gold, a, b):
-            return p.result("different-number")
-    decided = _by_value(p) or _by_entries(p)
+    both_numbers = a is not None and b is not None and not _percent(p.given + p.gold)  # the answers, not the prose
+    if both_numbers and _numbers_differ(p.given, p.gold, a, b):
+        return p.result("different-number")
+    decided = _by_value(p) or _by_entries(p) or _by_relation(p)
     if decided is not None:
         return decided
     if mode == "lenient" and not other_variable:
@@ -394,6 +396,16 @@ def _by_value(p: _Prepared) -> GradeResult | None:
     if equal is None:
         return None
     return p.result("equal-value" if equal else "different-value")
+
+
+def _by_relation(p: _Prepared) -> GradeResult | None:
+    """One variable against one value on both sides (:mod:`prmkit.grade.relation`), compared exactly."""
+    if p.prose:
+        return None
+    same = decide_relations(read_relation(p.given), read_relation(p.gold))
+    if same is None:
+        return None
+    return p.result("equal-relation" if same else "different-relation")
 
 
 @functools.lru_cache(maxsize=65536)
@@ -529,6 +541,7 @@ def _for_math_verify(text: str, answer: str) -> str:
 def _is_prose(text: str) -> bool:
     """Text with no answer marker that is more than a bare answer: LaTeX delimiters, or two words or
     more (environment names aside), in which Math-Verify looks for the answer."""
+    text = unwrap_math(text)  # "$5 \\geq x$" is an answer, not prose around one
     if extract_answer(text) is not None or text_answer(text) is not None:  # "\\text{north east}" is an answer
         return False
     return bool(_DELIMITERS.search(text.replace("\\$", "")) or len(_WORD.findall(_ENVIRONMENT.sub("", text))) >= 2)

@@ -1,4 +1,5 @@
-"""Find the final answer in a solution text: ``# Answer`` blocks, ``\\boxed{}``/``\\fbox{}``, GSM8K ``####``.
+"""Find the final answer in a solution text: ``# Answer`` blocks, ``\\boxed{}``/``\\fbox{}``, GSM8K ``####``,
+Minerva's ``Final Answer: The final answer is $X$. I hope it is correct.``
 
 Whichever marker comes *last* in the text wins, because a solution that changes its mind ends with
 the answer it means. Braces are matched, so nested groups survive:
@@ -9,6 +10,8 @@ the answer it means. Braces are matched, so nested groups survive:
 '42'
 >>> extract_answer("She makes 9 * 2 = $18.\\n#### 18")
 '18'
+>>> extract_answer("Final Answer: The final answer is $\\\\frac{1}{2}$. I hope it is correct.")
+'\\\\frac{1}{2}'
 >>> extract_answer("no marker here") is None
 True
 
@@ -25,13 +28,21 @@ import re
 BOX_COMMANDS = ("\\boxed", "\\fbox")
 _ANSWER_HEADING = re.compile(r"^#\s*Answer\s*$", re.MULTILINE)
 _GSM8K = re.compile(r"^\s*####\s*(.*?)\s*$", re.MULTILINE)
+_MINERVA = re.compile(
+    r"The final answer is\s*(?:\$\$(?P<a>[^$]+?)\$\$|\$(?P<b>[^$]+?)\$|\\\((?P<c>.+?)\\\)|\\\[(?P<d>.+?)\\\]"
+    r"|(?P<e>[^\s$]+?))\s*\.?\s*(?:I hope it is correct|$)", re.DOTALL)
+"""Minerva's closing sentence (Lewkowycz et al., 2022; lm-evaluation-harness's ``minerva_math``): the answer is
+one delimited span or one word, followed by "I hope it is correct" or the end of the text; anything looser
+("is \\"$12$ and $13$\\"") stays prose, read whole by the symbolic step."""
+_SPAN = re.compile(r"^\s*(?:\$\$(?P<a>[^$]*)\$\$|\$(?P<b>[^$]*)\$|\\\((?P<c>.*?)\\\)|\\\[(?P<d>.*?)\\\])\s*\.?\s*$", re.DOTALL)
+_DELIMITER = re.compile(r"\$|\\\(|\\\)|\\\[|\\\]")
 
 
 def extract_answer(text: str | None) -> str | None:
     """The final answer of ``text``, stripped, or None when no marker holds a non-empty answer."""
     if not text:
         return None
-    found = [f for f in (_answer_block(text), _last_box(text), _gsm8k(text)) if f is not None]
+    found = [f for f in (_answer_block(text), _last_box(text), _gsm8k(text), _minerva(text)) if f is not None]
     if not found:
         return None
     _, answer = max(found, key=lambda f: f[0])
@@ -70,6 +81,28 @@ def _gsm8k(text: str) -> tuple[int, str] | None:
     if last is None or not last.group(1):
         return None
     return last.start(), last.group(1)
+
+
+def _minerva(text: str) -> tuple[int, str] | None:
+    """Minerva's ``The final answer is X. I hope it is correct.`` (the last one)."""
+    last = None
+    for last in _MINERVA.finditer(text):
+        pass
+    return None if last is None else (last.start(), next(g for g in last.groups() if g is not None))
+
+
+def unwrap_math(text: str) -> str:
+    """The inside of an answer that is one math span and nothing else (``$5 \\geq x$``, ``\\(9\\)``, ``$$1$$.``);
+    any other text as it is.
+
+    >>> unwrap_math("$5 \\\\geq x$"), unwrap_math("$1$ and $2$"), unwrap_math("\\\\[ 9 \\\\]")
+    ('5 \\\\geq x', '$1$ and $2$', '9')
+    """
+    span = _SPAN.match(text)
+    if span is None:
+        return text
+    inside = next(g for g in span.groups() if g is not None).strip()
+    return inside if inside and not _DELIMITER.search(inside) else text
 
 
 def _last_box(text: str) -> tuple[int, str] | None:

@@ -99,6 +99,8 @@ def test_grade_agrees_with_math_verify_around_the_reader(given_, gold, mode, ver
     ("Final Answer: The final answer is 12,000,023. I hope it is correct.", "12,000,023"),
     ("\\boxed{255} ... Final Answer: The final answer is $10,455$. I hope it is correct.", "10,455"),  # the last wins
     ("The final answer is $3$. I hope it is correct.\n\n# Answer\n\n4", "4"),
+    ("Final Answer: The final answer is \\[\n\\begin{pmatrix}0&1\\end{pmatrix}.\n\\]\nI hope it is correct.",
+     "\\begin{pmatrix}0&1\\end{pmatrix}"),  # display math ending the sentence
 ])
 def test_minervas_closing_sentence_is_an_answer_marker(text, answer):
     assert extract_answer(text) == answer

@@ -88,7 +88,10 @@ def _minerva(text: str) -> tuple[int, str] | None:
     last = None
     for last in _MINERVA.finditer(text):
         pass
-    return None if last is None else (last.start(), next(g for g in last.groups() if g is not None))
+    if last is None:
+        return None
+    answer = next(g for g in last.groups() if g is not None).strip()
+    return last.start(), answer.removesuffix(".")  # "\\[ x. \\]": the sentence's full stop
 
 
 def unwrap_math(text: str) -> str:

@@ -28,12 +28,14 @@ import re
 BOX_COMMANDS = ("\\boxed", "\\fbox")
 _ANSWER_HEADING = re.compile(r"^#\s*Answer\s*$", re.MULTILINE)
 _GSM8K = re.compile(r"^\s*####\s*(.*?)\s*$", re.MULTILINE)
+_MINERVA_OPENING = "The final answer is"
 _MINERVA = re.compile(
-    r"The final answer is\s*(?:\$\$(?P<a>[^$]+?)\$\$|\$(?P<b>[^$]+?)\$|\\\((?P<c>.+?)\\\)|\\\[(?P<d>.+?)\\\]"
-    r"|(?P<e>[^\s$]+?))\s*\.?\s*(?:I hope it is correct|$)", re.DOTALL)
+    r"The final answer is(?:\s+|(?=[$\\]))(?:\$\$(?P<a>[^$]+?)\$\$|\$(?P<b>[^$]+?)\$|\\\((?P<c>.+?)\\\)"
+    r"|\\\[(?P<d>.+?)\\\]|(?P<e>[^\s$]+?))\s*\.?\s*(?:I hope it is correct|$)", re.DOTALL)
 """Minerva's closing sentence (Lewkowycz et al., 2022; lm-evaluation-harness's ``minerva_math``): the answer is
-one delimited span or one word, followed by "I hope it is correct" or the end of the text; anything looser
-("is \\"$12$ and $13$\\"") stays prose, read whole by the symbolic step."""
+one delimited span or one word after a space, followed by "I hope it is correct" or the end of the text; anything
+looser ("is \\"$12$ and $13$\\"", "is:5") stays prose, read whole by the symbolic step. Only the last opening is
+tried, so a text of many openings is read in linear time."""
 _SPAN = re.compile(r"^\s*(?:\$\$(?P<a>[^$]*)\$\$|\$(?P<b>[^$]*)\$|\\\((?P<c>.*?)\\\)|\\\[(?P<d>.*?)\\\])\s*\.?\s*$", re.DOTALL)
 _DELIMITER = re.compile(r"\$|\\\(|\\\)|\\\[|\\\]")
 
@@ -84,10 +86,9 @@ def _gsm8k(text: str) -> tuple[int, str] | None:
 
 
 def _minerva(text: str) -> tuple[int, str] | None:
-    """Minerva's ``The final answer is X. I hope it is correct.`` (the last one)."""
-    last = None
-    for last in _MINERVA.finditer(text):
-        pass
+    """Minerva's ``The final answer is X. I hope it is correct.`` (the last opening, if it closes so)."""
+    at = text.rfind(_MINERVA_OPENING)
+    last = _MINERVA.match(text, at) if at >= 0 else None
     if last is None:
         return None
     answer = next(g for g in last.groups() if g is not None).strip()

@@ -20,11 +20,11 @@ from dataclasses import dataclass
 
 from prmkit.grade.exact import Exact, decide, read_value
 
-_SIGNS = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "=<": "<=", "=>": ">=", "!=": "!=", "\\lt": "<", "\\gt": ">",
+_SIGNS = {"<": "<", ">": ">", "<=": "<=", ">=": ">=", "!=": "!=", "\\lt": "<", "\\gt": ">",
           "\\le": "<=", "\\leq": "<=", "\\leqslant": "<=", "\\ge": ">=", "\\geq": ">=", "\\geqslant": ">=",
           "\\ne": "!=", "\\neq": "!=", "≤": "<=", "≥": ">=", "≠": "!="}
 _FLIPPED = {"<": ">", ">": "<", "<=": ">=", ">=": "<=", "!=": "!="}
-_SIGN = re.compile(r"(<=|>=|=<|=>|!=|\\(?:leqslant|geqslant|leq|geq|neq|le|ge|ne|lt|gt)(?![A-Za-z])|<|>|≤|≥|≠)")
+_SIGN = re.compile(r"(<=|>=|!=|\\(?:leqslant|geqslant|leq|geq|neq|le|ge|ne|lt|gt)(?![A-Za-z])|<|>|≤|≥|≠)")
 _VARIABLE = re.compile(r"^(-?)\s*([A-Za-z])$")
 _CONSTANTS = {"e", "i"}
 """Letters that name numbers, not unknowns: ``e < 3`` is not an inequality in e."""
@@ -44,7 +44,7 @@ class Relation:
 def read_relation(text: str) -> Relation | None:
     """The relation ``text`` states, or None where it is not one variable against one plain value."""
     parts = _SIGN.split(_SPACING.sub(" ", text).strip())
-    if len(parts) != 3 or "=" in parts[0] + parts[2]:
+    if len(parts) != 3 or "=" in parts[0] + parts[2]:  # "x => 5" (implies) and "x = 5" are not read
         return None
     left, sign, right = parts[0].strip(), _SIGNS[parts[1]], parts[2].strip()
     variable, value = _VARIABLE.match(left), right

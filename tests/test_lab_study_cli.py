@@ -157,3 +157,32 @@ def test_a_plan_tells_done_partial_and_waiting_jobs_apart(tmp_path):
     assert [status(done, "k1"), status(partial, "k2"), status(waiting, "k3")] == ["done", "partial", "to run"]
     assert status(done, "another key") == "to run" and status(partial, "another key") == "to run"
 
+
+
+def test_a_plan_prices_by_the_published_run_only_at_its_settings(tmp_path):
+    """The published run's stage means price a study's jobs only where its settings are the study's: 200 RL steps
+    are not priced as the published 40 (a review found the plan did)."""
+    import dataclasses
+
+    from prmkit.lab.study.config import study_preset
+    from prmkit.lab.study.plan import plan_study
+    from prmkit.lab.study.search import STUDY
+
+    cfg = study_preset("search", "quick")
+    published = {"preset": "quick", "config": json.loads(json.dumps(dataclasses.asdict(cfg.search))),
+                 "timings": {"rm": {"ran": 1, "job_seconds": 42.0}}}
+    rm_rows = lambda c: [r for r in plan_study(STUDY, c, [0], tmp_path, published=published)["rows"] if r["stage"] == "rm"]
+    assert [r["estimate"] for r in rm_rows(cfg)] == [42.0]
+    assert [r["estimate"] for r in rm_rows(cfg.replace({"search.train_problems": 2000}))] == [None]
+
+
+def test_a_plan_lists_what_later_stages_depend_on_without_failing(tmp_path):
+    """The autolabel study trains a PRM only for label sets with enough labels, which its labelling stage writes:
+    before that has run, the plan says so instead of failing on the missing file."""
+    from prmkit.lab.study.autolabel import STUDY
+    from prmkit.lab.study.config import study_preset
+    from prmkit.lab.study.plan import LATER, format_plan, plan_study
+
+    plan = plan_study(STUDY, study_preset("autolabel", "quick"), [0], tmp_path)
+    assert [r["stage"] for r in plan["rows"]][-2:] == ["label", "later"] and plan["rows"][-1]["kind"] == LATER
+    assert "the later stages' jobs" in format_plan(plan, 2)

@@ -6,8 +6,9 @@ same way): ``done`` (its ``done.json`` holds its key), ``partial`` (an interrupt
 the next run resumes) or ``to run``. A job not done is estimated by the compute seconds of the done jobs of
 its kind in the same study folder (the median of their seconds per unit of work, :attr:`Job.work`, times its own
 work: a search at N = 64 costs more than one at N = 4), else by the published run's mean per job of its stage
-(``docs/results/study-<name>.json``, where that run had the same preset), else not at all: a study that has
-run one job of a kind knows what the next one costs.
+(``docs/results/study-<name>.json``, where that run had the same preset and the study's own settings: a run of
+200 RL steps is not priced as the published 40), else not at all: a study that has run one job of a kind knows
+what the next one costs.
 
 >>> rows = [{"stage": "rm", "job": "RewardModel", "folder": "seed-0/rm-prm-500", "status": "done", "seconds": 100.0},
 ...         {"stage": "rm", "job": "RewardModel", "folder": "seed-1/rm-prm-500", "status": "to run", "seconds": None}]
@@ -21,6 +22,7 @@ run one job of a kind knows what the next one costs.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
 from pathlib import Path
@@ -37,14 +39,37 @@ def plan_study(study, cfg, seeds: list[int], run_dir, device: str = "auto", publ
     cfg = study.prepare(cfg, list(seeds))
     root = Path(run_dir) / f"study-{study.name}"
     rows = []
-    for stage, jobs in study.stages(cfg, Context(root, tuple(seeds), device)):
+    stages = iter(study.stages(cfg, Context(root, tuple(seeds), device)))
+    while (listed := _next_stage(stages)) is not None:
+        if listed is LATER:  # a stage whose jobs an earlier stage's outputs decide, not yet written
+            rows.append({"stage": "later", "job": "-", "kind": LATER, "work": 1.0, "folder": "-", "status": "to run",
+                         "seconds": None})
+            break
+        stage, jobs = listed
         for job in jobs:
             folder = Path(job.folder)
             rows.append({"stage": stage, "job": type(job).__name__, "kind": job.plan_kind, "work": job.work,
                          "folder": _shown(folder, root), "status": status(folder, job.key),
                          "seconds": _seconds(folder, job.key)})
-    stage_means = published_means(published, cfg.name, domain) if published else {}
+    same = published is not None and same_settings(published.get("config"), getattr(cfg, study.name, None))
+    stage_means = published_means(published, cfg.name, domain) if same else {}
     return {"study": study.name, "root": str(root), "seeds": list(seeds), "rows": estimate(rows, stage_means)}
+
+
+LATER = "decided by the stages above"
+"""The plan's last row where a stage's jobs depend on what earlier stages write (the autolabel study trains a PRM
+only for the label sets with enough labelled solutions): they are listed once those stages have run."""
+
+
+def _next_stage(stages):
+    """The next ``(stage, jobs)``, None after the last, :data:`LATER` where building a stage reads an output not
+    yet written."""
+    try:
+        return next(stages)
+    except StopIteration:
+        return None
+    except FileNotFoundError:
+        return LATER
 
 
 def status(folder: Path, key: str) -> str:
@@ -64,6 +89,21 @@ def _shown(folder: Path, root: Path) -> str:
         return str(folder.relative_to(root))
     except ValueError:  # the base model lives in the lab's cache, shared with `prmkit lab run`
         return str(folder)
+
+
+def same_settings(published: dict | None, section) -> bool:
+    """Whether the study's own settings (its config section, ``section``) are the published run's (``published``,
+    its summary's ``config``) wherever the published run records them; a field it does not record (added since)
+    is not held against it, and a summary with no settings matches nothing.
+
+    >>> from prmkit.rl.grpo import RLConfig
+    >>> same_settings({"steps": 40, "beta": 0.04}, RLConfig(steps=40)), same_settings({"steps": 40}, RLConfig(steps=200))
+    (True, False)
+    """
+    if not isinstance(published, dict) or not dataclasses.is_dataclass(section):
+        return False
+    ours = json.loads(json.dumps(dataclasses.asdict(section), default=str))
+    return all(ours[k] == v for k, v in published.items() if k in ours)
 
 
 def published_means(summary: dict, preset: str, domain: str) -> dict[str, float]:
@@ -97,6 +137,8 @@ def estimate(rows: list[dict], stage_means: dict[str, float]) -> list[dict]:
         kind = r.get("kind", r["job"])
         if r["status"] == "done":
             out.append({**r, "estimate": r["seconds"], "basis": "measured"})
+        elif kind == LATER:
+            out.append({**r, "estimate": None, "basis": "jobs listed once the stages above have run"})
         elif kind in rates:
             n = len(rates[kind])
             out.append({**r, "estimate": statistics.median(rates[kind]) * r.get("work", 1.0),
@@ -111,7 +153,8 @@ def estimate(rows: list[dict], stage_means: dict[str, float]) -> list[dict]:
 
 def format_plan(plan: dict, workers: int) -> str:
     """The plan as people read it: one line per job, then what is left, in compute and in wall time."""
-    rows = plan["rows"]
+    rows = [r for r in plan["rows"] if r.get("kind") != LATER]
+    later = len(rows) < len(plan["rows"])
     left = [r for r in rows if r["status"] != "done"]
     known = sum(r["estimate"] for r in left if r["estimate"] is not None)
     unknown = sum(r["estimate"] is None for r in left)
@@ -119,14 +162,15 @@ def format_plan(plan: dict, workers: int) -> str:
     head = (f"study {plan['study']} in {plan['root']}: seeds {', '.join(map(str, plan['seeds']))}; {len(rows)} jobs, "
             f"{len(rows) - len(left)} done")
     lines = [head, "", f"{'stage':<10} {'job':<14} {'folder':<{width}} {'status':<8} {'seconds':>9}  basis"]
-    for r in rows:
+    for r in plan["rows"]:
         secs = "?" if r["estimate"] is None else f"{r['estimate']:,.0f}"
         lines.append(f"{r['stage']:<10} {r['job']:<14} {r['folder']:<{width}} {r['status']:<8} {secs:>9}  {r['basis']}")
     more = f", and {unknown} job{'s' if unknown > 1 else ''} not yet estimated" if unknown else ""
+    more += ", and the later stages' jobs" if later else ""
     tail = (f"left: {len(left)} jobs, about {known:,.0f} s of compute ({known / max(workers, 1):,.0f} s of wall time on "
             f"{workers} worker{'s' if workers > 1 else ''}){more}")
     lines += ["", tail]
     return "\n".join(lines)
 
 
-__all__ = ["estimate", "format_plan", "plan_study", "published_means", "status"]
+__all__ = ["estimate", "format_plan", "plan_study", "published_means", "same_settings", "status"]

@@ -558,7 +558,7 @@ TABLES = {
     **{f"pressure-{name}": _study_rows("pressure", name) for name in ("run", "bon", "rl", "detector", "wall", "findings", "examples")},
     **{f"search-{name}": _study_rows("search", name)
        for name in ("findings", "ceiling", "with_prm", "with_oracle", "compute_prm", "compute_oracle", "difficulty_prm",
-                    "difficulty_prm_valid", "recipe")},
+                    "difficulty_prm_valid", "recipe", "agreement")},
 }
 """Every generated table, by the name a doc's marker uses."""
 

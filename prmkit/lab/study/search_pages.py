@@ -159,6 +159,23 @@ def recipe_rows(record: dict) -> tuple[list[str], list[list[str]]]:
             f"all at least {record['floor']}"], rows
 
 
+def agreement_rows(record: dict) -> tuple[list[str], list[list[str]]]:
+    """``scripts/search_label_agreement.py``'s record: per seed, the training labels against the oracle, and the PRM
+    trained on them where the run's summary was there to read.
+
+    >>> r = {"seeds": [0], "prm_step_auroc": [0.9], "per_seed": [{"labelled_steps": 10, "wrong_share": 0.1,
+    ...      "label_auroc": 0.95, "wrong_labelled_wrong": 0.94, "valid_labelled_wrong": 0.04}]}
+    >>> agreement_rows(r)[1]
+    [['0', '10', '10.0', '0.950', '94.0', '4.0', '0.900']]
+    """
+    prm = record.get("prm_step_auroc") or [None] * len(record["seeds"])
+    rows = [[str(s), f"{a['labelled_steps']:,}", f"{100 * a['wrong_share']:.1f}", f"{a['label_auroc']:.3f}",
+             f"{100 * a['wrong_labelled_wrong']:.1f}", f"{100 * a['valid_labelled_wrong']:.1f}",
+             "-" if p is None else f"{p:.3f}"] for s, a, p in zip(record["seeds"], record["per_seed"], prm)]
+    return ["seed", "labelled steps", "wrong by the oracle %", "labels' step AUROC", "wrong steps labelled -1 %",
+            "valid steps labelled -1 %", "PRM's step AUROC (pool)"], rows
+
+
 def plot_search(summary: dict, path: Path) -> str:
     """Accuracy against tokens per problem (log x): one line per strategy, the PRM solid, the oracle dashed; answer
     accuracy left, valid-solution accuracy right."""

@@ -44,10 +44,11 @@ def run_study(study: str, preset: str, seeds: list[int], out: Path, env: dict) -
 def planned(study: str, preset: str, seeds: list[int], out: Path) -> list[dict]:
     """The plan's rows for ``seeds`` in ``out`` (what ``--plan`` prints), read in this process."""
     from prmkit.lab.study.config import study_preset
-    from prmkit.lab.study.plan import plan_study
+    from prmkit.lab.study.plan import LATER, plan_study
 
     module = importlib.import_module(f"prmkit.lab.study.{study}")
-    return plan_study(module.STUDY, study_preset(study, preset, "ledger"), seeds, out, "cpu")["rows"]
+    rows = plan_study(module.STUDY, study_preset(study, preset, "ledger"), seeds, out, "cpu")["rows"]
+    return [r for r in rows if r.get("kind") != LATER]  # jobs not yet known are not estimates to check
 
 
 def compare(estimated: list[dict], measured: list[dict]) -> dict:

@@ -36,7 +36,9 @@ def agreement(path: Path) -> dict:
             if step.taken.rating is not None:
                 said.append(step.taken.rating == -1)
                 truth.append(oracle.rating == -1)
-    said, truth = np.asarray(said), np.asarray(truth)
+    said, truth = np.asarray(said, bool), np.asarray(truth, bool)
+    if not said.size or truth.all() or not truth.any():
+        raise ValueError(f"{path}: the labelled steps need both valid and wrong ones by the oracle")
     return {"labelled_steps": len(said), "wrong_share": float(truth.mean()),
             "label_auroc": auroc((~said).astype(float), (~truth).astype(int)),
             "wrong_labelled_wrong": float(said[truth].mean()), "valid_labelled_wrong": float(said[~truth].mean())}
@@ -54,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     summary = json.loads((root / "summary.json").read_text()) if (root / "summary.json").is_file() else {}
     record = {"run_dir": str(args.run_dir), "seeds": seeds,
               "per_seed": [agreement(root / f"seed-{s}" / "data" / "train.jsonl.gz") for s in seeds],
-              "prm_step_auroc": summary.get("prm_step_auroc"),
+              "prm_step_auroc": [dict(zip(summary.get("seeds", []), summary.get("prm_step_auroc", []))).get(s)
+                                 for s in seeds],
               "command": " ".join(["python", "scripts/search_label_agreement.py", *sys.argv[1:]]), **run_record()}
     args.out.write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record["per_seed"]))

@@ -18,6 +18,7 @@ and only reads them.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from prmkit.lab.config import REPORT_SEEDS, SEED_SETS, lab_rm
 from prmkit.lab.study.config import study_preset
+from prmkit.lab.study.core import with_restarts
 from prmkit.lab.targets import FLOOR, auroc_spread
 from prmkit.stack import run_record
 
@@ -48,9 +50,14 @@ def protocol_settings(protocol: str) -> list[str]:
     """
     if protocol == "study":
         return []
-    lab, study = lab_rm(), study_preset("search").rm
-    return [*(f"rm.{f}={getattr(lab, f)}" for f in LAB_FIELDS if getattr(lab, f) != getattr(study, f)),
+    lab, study = lab_rm(), study_preset("search")
+    sets = [*(f"rm.{f}={getattr(lab, f)}" for f in LAB_FIELDS if getattr(lab, f) != getattr(study.rm, f)),
             f"search.rm_steps={lab.max_steps}"]
+    made = with_restarts(study.replace(dict(s.split("=", 1) for s in sets)), lab.max_steps, study.search.restarts).rm
+    if made != lab:  # a field the two recipes came to differ in, which LAB_FIELDS does not name
+        changed = [f.name for f in dataclasses.fields(lab) if getattr(made, f.name) != getattr(lab, f.name)]
+        raise ValueError(f"the lab protocol's overrides leave the search PRM's recipe unlike lab_rm in {changed}")
+    return sets
 
 
 def command(problems: int, run: Path, seeds: str, protocol: str = "study") -> list[str]:

@@ -158,7 +158,6 @@ def test_a_plan_tells_done_partial_and_waiting_jobs_apart(tmp_path):
     assert status(done, "another key") == "to run" and status(partial, "another key") == "to run"
 
 
-
 def test_a_plan_prices_by_the_published_run_only_at_its_settings(tmp_path):
     """The published run's stage means price a study's jobs only where its settings are the study's: 200 RL steps
     are not priced as the published 40 (a review found the plan did)."""
@@ -169,6 +168,7 @@ def test_a_plan_prices_by_the_published_run_only_at_its_settings(tmp_path):
     from prmkit.lab.study.search import STUDY
 
     cfg = study_preset("search", "quick")
+    # a made-up published summary of the quick size (the search study's own summary records no preset)
     published = {"preset": "quick", "config": json.loads(json.dumps(dataclasses.asdict(cfg.search))),
                  "timings": {"rm": {"ran": 1, "job_seconds": 42.0}}}
     rm_rows = lambda c: [r for r in plan_study(STUDY, c, [0], tmp_path, published=published)["rows"] if r["stage"] == "rm"]
@@ -185,4 +185,5 @@ def test_a_plan_lists_what_later_stages_depend_on_without_failing(tmp_path):
 
     plan = plan_study(STUDY, study_preset("autolabel", "quick"), [0], tmp_path)
     assert [r["stage"] for r in plan["rows"]][-2:] == ["label", "later"] and plan["rows"][-1]["kind"] == LATER
+    assert "stats.json" in plan["rows"][-1]["folder"]  # the file it waits for is named
     assert "the later stages' jobs" in format_plan(plan, 2)

@@ -41,9 +41,9 @@ def plan_study(study, cfg, seeds: list[int], run_dir, device: str = "auto", publ
     rows = []
     stages = iter(study.stages(cfg, Context(root, tuple(seeds), device)))
     while (listed := _next_stage(stages)) is not None:
-        if listed is LATER:  # a stage whose jobs an earlier stage's outputs decide, not yet written
-            rows.append({"stage": "later", "job": "-", "kind": LATER, "work": 1.0, "folder": "-", "status": "to run",
-                         "seconds": None})
+        if isinstance(listed, FileNotFoundError):  # a stage whose jobs an earlier stage's outputs decide, not yet written
+            rows.append({"stage": "later", "job": "-", "kind": LATER, "work": 1.0, "status": "to run", "seconds": None,
+                         "folder": f"(reads {_shown(Path(listed.filename or '-'), root)})"})
             break
         stage, jobs = listed
         for job in jobs:
@@ -51,7 +51,8 @@ def plan_study(study, cfg, seeds: list[int], run_dir, device: str = "auto", publ
             rows.append({"stage": stage, "job": type(job).__name__, "kind": job.plan_kind, "work": job.work,
                          "folder": _shown(folder, root), "status": status(folder, job.key),
                          "seconds": _seconds(folder, job.key)})
-    same = published is not None and same_settings(published.get("config"), getattr(cfg, study.name, None))
+    recorded = (published.get("config") or published.get("settings")) if published else None  # budget's: settings
+    same = same_settings(recorded, getattr(cfg, study.name, None))
     stage_means = published_means(published, cfg.name, domain) if same else {}
     return {"study": study.name, "root": str(root), "seeds": list(seeds), "rows": estimate(rows, stage_means)}
 
@@ -62,14 +63,15 @@ only for the label sets with enough labelled solutions): they are listed once th
 
 
 def _next_stage(stages):
-    """The next ``(stage, jobs)``, None after the last, :data:`LATER` where building a stage reads an output not
-    yet written."""
+    """The next ``(stage, jobs)``, None after the last, the error where building a stage reads an output not yet
+    written (the row names the file, so a file missing for another reason shows). Only a study whose ``stages``
+    is a generator builds its stages one by one; a list is built whole before the plan reads it."""
     try:
         return next(stages)
     except StopIteration:
         return None
-    except FileNotFoundError:
-        return LATER
+    except FileNotFoundError as missing:
+        return missing
 
 
 def status(folder: Path, key: str) -> str:
@@ -102,8 +104,14 @@ def same_settings(published: dict | None, section) -> bool:
     """
     if not isinstance(published, dict) or not dataclasses.is_dataclass(section):
         return False
-    ours = json.loads(json.dumps(dataclasses.asdict(section), default=str))
-    return all(ours[k] == v for k, v in published.items() if k in ours)
+    return _recorded_equal(json.loads(json.dumps(dataclasses.asdict(section), default=str)), published)
+
+
+def _recorded_equal(ours, recorded) -> bool:
+    """``ours`` equals ``recorded`` wherever ``recorded`` has a field, nested sections (``rl``) included."""
+    if isinstance(ours, dict) and isinstance(recorded, dict):
+        return all(_recorded_equal(ours[k], v) for k, v in recorded.items() if k in ours)
+    return ours == recorded
 
 
 def published_means(summary: dict, preset: str, domain: str) -> dict[str, float]:

@@ -7,11 +7,13 @@ PRM reaches the floor (``targets.FLOOR``) on every development seed is the recip
 ``--protocol study`` (the first rule, 2026-12-06) trains the PRM by the studies' recipe at 2,000, 4,000, 8,000
 labelled solutions (``search.train_problems`` 500, 1000, 2000, four samples each); ``--protocol lab`` (the second
 rule) by the lab run's protocol (:func:`prmkit.lab.config.lab_rm`: its learning rates, early stopping, 600 steps
-at most) at 2,000 and 8,000. Each budget is its own run folder under ``--runs``; a rerun finds its stages cached
-and only reads them.
+at most) at 2,000 and 8,000; ``--protocol lab-passes`` (the third rule, 2026-12-07) by the lab run's protocol with its step
+cap scaled to the labels, so that the PRM makes as many passes over them as the lab run's (2,400 steps at 8,000).
+Each budget is its own run folder under ``--runs``; a rerun finds its stages cached and only reads them.
 
     python scripts/search_prm_recipe.py --runs /tmp/s35 --out docs/results/search-prm-recipe.json
     python scripts/search_prm_recipe.py --protocol lab --runs /tmp/s35 --out docs/results/search-prm-recipe-lab.json
+    python scripts/search_prm_recipe.py --protocol lab-passes --runs /tmp/s35 --out docs/results/search-prm-recipe-passes.json
     python scripts/docs_tables.py            # then render the docs
 """
 
@@ -31,29 +33,36 @@ from prmkit.lab.study.core import with_restarts
 from prmkit.lab.targets import FLOOR, auroc_spread
 from prmkit.stack import run_record
 
-TRAIN_PROBLEMS = {"study": (500, 1000, 2000), "lab": (500, 2000)}
+TRAIN_PROBLEMS = {"study": (500, 1000, 2000), "lab": (500, 2000), "lab-passes": (2000,)}
 """Each rule's order of ``search.train_problems`` (each problem's 4 samples labelled)."""
 RULES = {"study": "docs/search.md, 'A PRM that passes the floor' (2026-12-06)",
-         "lab": "docs/search.md, 'A PRM by the lab run's protocol' (2026-12-06, second)"}
+         "lab": "docs/search.md, 'A PRM by the lab run's protocol' (2026-12-06, second)",
+         "lab-passes": "docs/search.md, 'Training to convergence at 8,000 labels' (2026-12-07, third)"}
 LAB_FIELDS = ("lr", "new_lr", "eval_fraction", "eval_every", "early_stop_patience", "early_stop_min_steps")
 SAMPLES = 4
+LAB_LABELS = 2000
+"""The labelled solutions the lab run's step cap was set for (its default label budget)."""
 DEV_SETTINGS = ("search.strategies=beam", "search.scorers=oracle", "search.budgets=64")
 """What the development runs change besides the budget: one search per seed, the oracle's."""
 
 
-def protocol_settings(protocol: str) -> list[str]:
+def protocol_settings(protocol: str, labels: int = LAB_LABELS) -> list[str]:
     """The ``--set`` overrides that train the study's PRM by ``protocol``: none for the studies' own recipe; for
-    the lab run's, every field of :func:`lab_rm` that the study's recipe sets otherwise, and its step cap.
+    the lab run's, every field of :func:`lab_rm` that the study's recipe sets otherwise, and its step cap (for
+    ``lab-passes`` scaled to ``labels``: the lab run's passes over its data).
 
     >>> protocol_settings("study"), protocol_settings("lab")[:2], protocol_settings("lab")[-1]
     ([], ['rm.lr=0.0005', 'rm.new_lr=0.003'], 'search.rm_steps=600')
+    >>> protocol_settings("lab-passes", 8000)[-1]
+    'search.rm_steps=2400'
     """
     if protocol == "study":
         return []
-    lab, study = lab_rm(), study_preset("search")
+    cap = lab_rm().max_steps * (labels // LAB_LABELS if protocol == "lab-passes" else 1)
+    lab, study = lab_rm(max_steps=cap), study_preset("search")
     sets = [*(f"rm.{f}={getattr(lab, f)}" for f in LAB_FIELDS if getattr(lab, f) != getattr(study.rm, f)),
-            f"search.rm_steps={lab.max_steps}"]
-    made = with_restarts(study.replace(dict(s.split("=", 1) for s in sets)), lab.max_steps, study.search.restarts).rm
+            f"search.rm_steps={cap}"]
+    made = with_restarts(study.replace(dict(s.split("=", 1) for s in sets)), cap, study.search.restarts).rm
     if made != lab:  # a field the two recipes came to differ in, which LAB_FIELDS does not name
         changed = [f.name for f in dataclasses.fields(lab) if getattr(made, f.name) != getattr(lab, f.name)]
         raise ValueError(f"the lab protocol's overrides leave the search PRM's recipe unlike lab_rm in {changed}")
@@ -62,7 +71,7 @@ def protocol_settings(protocol: str) -> list[str]:
 
 def command(problems: int, run: Path, seeds: str, protocol: str = "study") -> list[str]:
     sets = [f"search.train_problems={problems}", f"search.samples_per_problem={SAMPLES}", *DEV_SETTINGS,
-            *protocol_settings(protocol)]
+            *protocol_settings(protocol, problems * SAMPLES)]
     return ["prmkit", "lab", "study", "search", "--seeds", seeds, *[a for s in sets for a in ("--set", s)],
             "--out-dir", str(run), "--no-progress"]
 

@@ -49,6 +49,36 @@ def test_batched_equals_one_at_a_time_and_seed_decides(lm_dir):
     assert sum(reason == "length" for _, reason in ends) >= 6
 
 
+def test_a_row_that_has_ended_draws_no_noise_and_the_others_sample_as_before(lm_dir, monkeypatch):
+    """Rows end at different tokens (a stop string); the ended ones skip their draws, which changes nothing."""
+    from prmkit.generate import hf
+
+    cfg = GenerateConfig(model=str(lm_dir), n=4, max_new_tokens=16, stop=["1", "2"], batch_size=16)
+    skipping = HFBackend.from_config(cfg).generate(PROBLEMS, 4)
+    ends = {s.tokens for per in skipping for s in per}
+    draws = []
+    plain_init = hf.RowNoise.__init__
+
+    def drawing_always(self, seeds, sampling, done=None):
+        plain_init(self, seeds, sampling, None)  # every row draws at every token, as before the skip
+        draws.append(self)
+
+    monkeypatch.setattr(hf.RowNoise, "__init__", drawing_always)
+    assert texts(HFBackend.from_config(cfg).generate(PROBLEMS, 4)) == texts(skipping)
+    assert draws and len(ends) > 2  # the batch really had rows that ended while others went on
+
+
+def test_noise_drawn_in_chunks_is_the_noise_drawn_a_token_at_a_time(lm_dir, monkeypatch):
+    from prmkit.generate import hf
+
+    cfg = GenerateConfig(model=str(lm_dir), n=3, max_new_tokens=40, temperature=0.9, batch_size=16)
+    chunked = texts(HFBackend.from_config(cfg).generate(PROBLEMS, 3))
+    monkeypatch.setattr(hf, "NOISE_CHUNK", 1)  # one draw per token, as before chunks
+    assert texts(HFBackend.from_config(cfg).generate(PROBLEMS, 3)) == chunked
+    monkeypatch.setattr(hf, "NOISE_CHUNK", 7)  # chunks that end mid-sample
+    assert texts(HFBackend.from_config(cfg).generate(PROBLEMS, 3)) == chunked
+
+
 def test_greedy_is_the_argmax_and_top_p_keeps_the_head(lm_dir):
     import torch
 

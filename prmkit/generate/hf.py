@@ -35,12 +35,22 @@ class Sampling:
     top_p: float = 1.0
 
 
+NOISE_CHUNK = 32
+"""Tokens of noise a row draws at once on the CPU: its generator (mt19937) gives the same numbers in one draw of
+``32 x vocabulary`` as in 32 draws of one vocabulary each (a test checks it), in one call instead of 32."""
+
+
 class RowNoise:
     """A logits processor: ``logits / T`` (top-p filtered) plus per-row Gumbel noise from per-row generators
-    (on the logits' device, so a GPU run draws its noise there)."""
+    (on the logits' device, so a GPU run draws its noise there; on the CPU in chunks, :data:`NOISE_CHUNK`). A row
+    whose sample has ended (``done[r]`` set: :class:`RowStops`' verdict after the previous token) draws nothing:
+    generate pads it whatever its scores, and its generator serves no other row, so the rows still sampling get
+    the same noise as before."""
 
-    def __init__(self, seeds: list[int], sampling: Sampling):
+    def __init__(self, seeds: list[int], sampling: Sampling, done: list | None = None):
         self.seeds, self.sampling, self.generators = seeds, sampling, None
+        self.done = done if done is not None else [None] * len(seeds)
+        self.chunks: list[tuple] = [(None, NOISE_CHUNK)] * len(seeds)  # per row, a CPU draw and how much is used
 
     def __call__(self, input_ids, scores):
         import torch
@@ -50,8 +60,22 @@ class RowNoise:
         scores = scores.float() / max(self.sampling.temperature, 1e-6)
         if self.sampling.top_p < 1:
             scores = top_p_filter(scores, self.sampling.top_p)
-        u = torch.stack([torch.rand(scores.shape[-1], generator=g, device=scores.device) for g in self.generators])
+        width = scores.shape[-1]
+        u = torch.stack([torch.full((width,), 0.5, device=scores.device) if self.done[r] is not None
+                         else self._uniform(r, width, scores.device) for r in range(len(self.seeds))])
         return scores + -torch.log(-torch.log(u.clamp(1e-12, 1 - 1e-7)))
+
+    def _uniform(self, row: int, width: int, device):
+        """Row ``row``'s next ``width`` uniform numbers from its generator."""
+        import torch
+
+        if device.type != "cpu":  # a GPU generator's numbers depend on how they are drawn: one draw per token
+            return torch.rand(width, generator=self.generators[row], device=device)
+        block, used = self.chunks[row]
+        if used == NOISE_CHUNK:
+            block, used = torch.rand(NOISE_CHUNK * width, generator=self.generators[row]).view(NOISE_CHUNK, width), 0
+        self.chunks[row] = (block, used + 1)
+        return block[used]
 
 
 def top_p_filter(scores, top_p: float):
@@ -186,7 +210,7 @@ class Sampler:
         ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], device=self.device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         stop = RowStops(self, len(prompts), list(stops))
-        processors = [] if sampling.temperature == 0 else [RowNoise(seeds, sampling)]
+        processors = [] if sampling.temperature == 0 else [RowNoise(seeds, sampling, done=stop.ends)]
         config = transformers.GenerationConfig(do_sample=False, max_new_tokens=sampling.max_new_tokens,
                                                pad_token_id=self.pad, eos_token_id=sorted(self.eos))
         with torch.no_grad():
@@ -241,10 +265,16 @@ class HFBackend(Backend):
 
     def prompt_ids(self, problem, prefix_steps: list[str]) -> list[int]:
         """The prompt's ids, laid out by the one formatter (:func:`prmkit.model.formatter.encode`)."""
-        from prmkit.model.formatter import encode
+        return self.prompt_ids_many([(problem, prefix_steps)])[0]
 
-        text = render_problem(problem.problem, self.cfg, self.shots)
-        return encode(self.sampler.tokenizer, text, prefix_steps, self.fmt).input_ids
+    def prompt_ids_many(self, requests: list[tuple]) -> list[list[int]]:
+        """:meth:`prompt_ids` of each ``(problem, prefix_steps, ...)`` request, in two tokenizer calls for the whole
+        batch (:func:`prmkit.model.formatter.encode_many`: the same ids as one call per request, which were most
+        of a step-at-a-time search's cost outside the model on a small policy)."""
+        from prmkit.model.formatter import encode_many
+
+        texts = [(render_problem(problem.problem, self.cfg, self.shots), list(prefix)) for problem, prefix, *_ in requests]
+        return [e.input_ids for e in encode_many(self.sampler.tokenizer, texts, self.fmt)]
 
     def generate(self, problems, n):
         return self._rows([(p, [], n, 0) for p in problems])
@@ -257,7 +287,7 @@ class HFBackend(Backend):
 
     def _rows(self, requests: list[tuple]) -> list[list[Sample]]:
         """Every (problem, prefix, n, start) request as rows, batched by prompt length, put back in order."""
-        prompts = [self.prompt_ids(p, prefix) for p, prefix, _, _ in requests]  # once per request, not per sample
+        prompts = self.prompt_ids_many(requests)  # once per request, not per sample
         rows = [(q, j - start, prompts[q], sample_seed(self.cfg.seed, problem_key(p), prefix, j))
                 for q, (p, prefix, n, start) in enumerate(requests) for j in range(start, start + n)]
         rows.sort(key=lambda r: len(r[2]))

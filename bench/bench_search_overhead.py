@@ -84,7 +84,8 @@ def measure(strategy: str, args, problems_file: Path, prm: Path, out: Path) -> d
     stop = [] if strategy in WHOLE else [lab_format().marker]
     cfg = SearchRunConfig(strategy=strategy, n=args.n, m=args.m, prm=str(prm), prm_device="cpu", chunk=args.problems,
                           generate=GenerateConfig(backend="lab-lm", model=args.preset, device="cpu", stop=stop,
-                                                  temperature=1.0, max_new_tokens=args.max_new_tokens))
+                                                  temperature=1.0, max_new_tokens=args.max_new_tokens,
+                                                  batch_size=args.batch_size))
     model_types = model_classes(args.preset, prm)
     forward, calls = Clock(), Clock()
     with timing([(t, "forward") for t in model_types], forward), \
@@ -123,6 +124,8 @@ def main(argv=None) -> None:
     ap.add_argument("--m", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=256, help="most tokens one generation may take (a step, or a whole solution for best-of-N: room for "
                     "the longest)")
+    ap.add_argument("--batch-size", type=int, default=16,
+                    help="the generator's sequences per generate call (prmkit generate's --batch-size, default 16)")
     ap.add_argument("--strategies", nargs="+", default=["beam", "best_of_n", "dvts", "particles"])
     ap.add_argument("--summary", type=Path, default=None, help="write every strategy's numbers here (JSON)")
     args = ap.parse_args(argv)

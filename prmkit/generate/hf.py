@@ -17,6 +17,7 @@ splits ``# Answer``.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from prmkit.generate.backend import Backend, Sample, problem_key, sample_seed
@@ -42,15 +43,17 @@ NOISE_CHUNK = 32
 
 class RowNoise:
     """A logits processor: ``logits / T`` (top-p filtered) plus per-row Gumbel noise from per-row generators
-    (on the logits' device, so a GPU run draws its noise there; on the CPU in chunks, :data:`NOISE_CHUNK`). A row
-    whose sample has ended (``done[r]`` set: :class:`RowStops`' verdict after the previous token) draws nothing:
-    generate pads it whatever its scores, and its generator serves no other row, so the rows still sampling get
-    the same noise as before."""
+    (on the logits' device, so a GPU run draws its noise there). A row whose sample has ended (``done[r]`` set:
+    :class:`RowStops`' verdict after the previous token) draws nothing more: generate pads it whatever its scores,
+    and its generator serves no other row, so the rows still sampling get the same noise as before.
+
+    On the CPU every row still sampling draws :data:`NOISE_CHUNK` tokens' noise at once, and a token's noise is one
+    slice of the batch's block: the rows that sample all stand at the same token of it."""
 
     def __init__(self, seeds: list[int], sampling: Sampling, done: list | None = None):
         self.seeds, self.sampling, self.generators = seeds, sampling, None
         self.done = done if done is not None else [None] * len(seeds)
-        self.chunks: list[tuple] = [(None, NOISE_CHUNK)] * len(seeds)  # per row, a CPU draw and how much is used
+        self.block, self.used = None, NOISE_CHUNK
 
     def __call__(self, input_ids, scores):
         import torch
@@ -60,22 +63,28 @@ class RowNoise:
         scores = scores.float() / max(self.sampling.temperature, 1e-6)
         if self.sampling.top_p < 1:
             scores = top_p_filter(scores, self.sampling.top_p)
-        width = scores.shape[-1]
-        u = torch.stack([torch.full((width,), 0.5, device=scores.device) if self.done[r] is not None
-                         else self._uniform(r, width, scores.device) for r in range(len(self.seeds))])
+        u = self._uniform(scores.shape[-1], scores.device)
         return scores + -torch.log(-torch.log(u.clamp(1e-12, 1 - 1e-7)))
 
-    def _uniform(self, row: int, width: int, device):
-        """Row ``row``'s next ``width`` uniform numbers from its generator."""
+    def _uniform(self, width: int, device):
+        """This token's uniform numbers, a row each: from its generator while it samples, 0.5 once it has ended."""
         import torch
 
         if device.type != "cpu":  # a GPU generator's numbers depend on how they are drawn: one draw per token
-            return torch.rand(width, generator=self.generators[row], device=device)
-        block, used = self.chunks[row]
-        if used == NOISE_CHUNK:
-            block, used = torch.rand(NOISE_CHUNK * width, generator=self.generators[row]).view(NOISE_CHUNK, width), 0
-        self.chunks[row] = (block, used + 1)
-        return block[used]
+            return torch.stack([torch.full((width,), 0.5, device=device) if ended is not None
+                                else torch.rand(width, generator=g, device=device)
+                                for g, ended in zip(self.generators, self.done)])
+        if self.used == NOISE_CHUNK:
+            self.block = torch.stack([torch.full((NOISE_CHUNK, width), 0.5) if ended is not None
+                                      else torch.rand(NOISE_CHUNK * width, generator=g).view(NOISE_CHUNK, width)
+                                      for g, ended in zip(self.generators, self.done)])
+            self.used = 0
+        self.used += 1
+        return self.block[:, self.used - 1]
+
+
+# transformers' LogitsProcessorList reads its processors' signatures at every token: read it once
+RowNoise.__call__.__signature__ = inspect.signature(RowNoise.__call__)
 
 
 def top_p_filter(scores, top_p: float):

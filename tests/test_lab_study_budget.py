@@ -117,12 +117,32 @@ def test_the_data_job_nests_every_budget_in_one_shuffled_labelled_pool(tmp_path)
 
 def test_config_checks_and_the_rm_steps_override():
     assert BudgetConfig(budgets=(1000, 250, 250)).budgets == (250, 1000)
-    for bad in ({"budgets": (5,)}, {"budgets": (0, 5)}, {"n": 0}, {"rm_steps": -1}, {"eval_problems": 0}):
+    for bad in ({"budgets": (5,)}, {"budgets": (0, 5)}, {"n": 0}, {"rm_steps": -1}, {"eval_problems": 0},
+                {"rm_epochs": -1}):
         with pytest.raises(ValueError):
             BudgetConfig(**bad)
     cfg = study_preset("budget", "default")
     assert study_config(cfg).rm.max_steps == cfg.rm.max_steps == 300  # rm_steps 0: the lab's reward-model recipe
     assert study_config(cfg.replace({"budget.rm_steps": 40})).rm.max_steps == 40
+
+
+def test_passes_raise_the_cap_of_the_larger_budgets_only_and_leave_the_default_keys_alone(tmp_path):
+    from prmkit.lab.study.budget import RewardModel
+    from prmkit.lab.study.protocol import Context
+
+    cfg = STUDY.prepare(study_preset("budget", "default"), [0])
+
+    def models(c):
+        return {(j.kind, j.budget): j for _, jobs in STUDY.stages(c, Context(tmp_path, (0,))) for j in jobs
+                if isinstance(j, RewardModel)}
+
+    plain, passes = models(cfg), models(cfg.replace({"budget.rm_epochs": 10.0}))
+    assert {k: j.cfg.rm.max_steps for k, j in plain.items()} == {k: cfg.rm.max_steps for k in plain}
+    steps = {k: j.cfg.rm.max_steps for k, j in passes.items()}
+    assert steps[("prm", 4000)] == steps[("orm", 4000)] == math.ceil(10 * 4000 / cfg.rm.batch_size)
+    assert steps[("prm", 250)] == cfg.rm.max_steps  # already more than ten passes over 250 labels
+    assert plain[("prm", 250)].key == passes[("prm", 250)].key  # a model whose cap did not move is not retrained
+    assert plain[("prm", 4000)].key != passes[("prm", 4000)].key
 
 
 @pytest.mark.slow

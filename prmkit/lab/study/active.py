@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -54,6 +53,7 @@ from prmkit.lab.study.core import (
     solution_column,
     solution_scores,
     step_probabilities,
+    with_passes,
     with_rm_steps,
 )
 from prmkit.lab.study.protocol import Base, Seeded, Study, sampler
@@ -297,8 +297,7 @@ def rm_config(cfg, labels: int = 0):
     >>> [rm_config(study_preset("active"), n).rm.max_steps for n in (500, 1000, 2000)]
     [300, 300, 500]
     """
-    cfg = with_rm_steps(cfg, cfg.active.rm_steps)
-    return with_rm_steps(cfg, max(cfg.rm.max_steps, math.ceil(cfg.active.rm_epochs * labels / cfg.rm.batch_size)))
+    return with_passes(with_rm_steps(cfg, cfg.active.rm_steps), cfg.active.rm_epochs, labels)
 
 
 def summarise(cfg, seeds: list[int], out: Path) -> dict:

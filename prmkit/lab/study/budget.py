@@ -43,6 +43,7 @@ from prmkit.lab.study.core import (
     log_fit,
     mean_ci,
     slope_ratio,
+    with_passes,
     with_rm_steps,
     write_study_outputs,
 )
@@ -214,7 +215,8 @@ def stages(cfg: LabConfig, ctx):
     """The base (first: under the ``lm`` policy it samples the pools), data, then every reward model."""
     base = ctx.base(cfg)
     data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, sampler(cfg, base), device=ctx.device) for s in ctx.seeds}
-    rms = [RewardModel(str(ctx.seed_dir(s) / f"rm-{k}-{budget}"), cfg, s, k, budget, base, data[s], **ctx.how)
+    rms = [RewardModel(str(ctx.seed_dir(s) / f"rm-{k}-{budget}"), with_passes(cfg, cfg.budget.rm_epochs, budget), s, k,
+                       budget, base, data[s], **ctx.how)
            for s in ctx.seeds for budget in cfg.budget.budgets[::-1] for k in KINDS]
     return [("base", [base]), ("data", list(data.values())), ("rm", rms)]
 

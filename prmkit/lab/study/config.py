@@ -47,6 +47,10 @@ class BudgetConfig:
     rm_steps: int = field(default=0, metadata={
         "help": "optimiser steps of every reward model (0: rm.max_steps, the lab's 300); the same for both kinds and "
                 "all budgets"})
+    rm_epochs: float = field(default=0.0, metadata={
+        "help": "at least this many passes over its labels for every reward model: a budget of L labels trains "
+                "max(steps, ceil(rm_epochs x L / rm.batch_size)) steps at most, so that, with early stopping, the "
+                "largest budget is not cut short by a cap set for the smallest (0: the step budget alone, for all)"})
 
     def __post_init__(self):
         object.__setattr__(self, "budgets", tuple(sorted({int(b) for b in self.budgets})))
@@ -58,6 +62,8 @@ class BudgetConfig:
             raise ValueError(f"budget.n must be at least 1, got {self.n}")
         if self.rm_steps < 0:
             raise ValueError(f"budget.rm_steps must be 0 (rm.max_steps) or positive, got {self.rm_steps}")
+        if self.rm_epochs < 0:
+            raise ValueError(f"budget.rm_epochs must be at least 0, got {self.rm_epochs}")
 
 
 

@@ -15,6 +15,7 @@ The jobs and the driver that runs every study: :mod:`prmkit.lab.study.protocol`.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +40,20 @@ def solution_scores(probs: list[np.ndarray], how: str = AGGREGATION) -> np.ndarr
 def with_rm_steps(cfg, steps: int):
     """``cfg`` whose reward models train ``steps`` optimiser steps; 0 keeps ``cfg.rm.max_steps`` (a study's override)."""
     return cfg.replace({"rm.max_steps": steps}) if steps else cfg
+
+
+def with_passes(cfg, passes: float, labels: int):
+    """``cfg`` whose reward model of ``labels`` solutions trains at least ``passes`` passes over them: its
+    ``rm.max_steps`` raised to ``ceil(passes x labels / rm.batch_size)`` where that is more (0: as it is). A
+    study whose budgets span a wide range keeps the largest from being cut short by a cap set for the smallest
+    (at 8,000 labels the lab run's 600 steps are 2.7 passes against its 10.7 at 2,000: docs/search.md).
+
+    >>> from prmkit.lab.config import preset
+    >>> cfg = preset("default")
+    >>> [with_passes(cfg, p, n).rm.max_steps for p, n in ((0, 8000), (10, 500), (10, 8000))]
+    [600, 600, 2500]
+    """
+    return with_rm_steps(cfg, max(cfg.rm.max_steps, math.ceil(passes * labels / cfg.rm.batch_size)))
 
 
 def with_restarts(cfg, steps: int, restarts: int):

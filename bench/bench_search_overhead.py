@@ -85,7 +85,7 @@ def measure(strategy: str, args, problems_file: Path, prm: Path, out: Path) -> d
     cfg = SearchRunConfig(strategy=strategy, n=args.n, m=args.m, prm=str(prm), prm_device="cpu", chunk=args.problems,
                           generate=GenerateConfig(backend="lab-lm", model=args.preset, device="cpu", stop=stop,
                                                   temperature=1.0, max_new_tokens=args.max_new_tokens,
-                                                  batch_size=args.batch_size))
+                                                  **({"batch_size": args.batch_size} if args.batch_size else {})))
     model_types = model_classes(args.preset, prm)
     forward, calls = Clock(), Clock()
     with timing([(t, "forward") for t in model_types], forward), \
@@ -94,7 +94,8 @@ def measure(strategy: str, args, problems_file: Path, prm: Path, out: Path) -> d
         summary = search_file(str(problems_file), str(out), cfg, progress=False)
         wall = time.perf_counter() - start
     tokens = sum(json.loads(line)["cost"]["generated_tokens"] for line in out.open())
-    return {"strategy": strategy, "n": args.n, "m": args.m, "problems": args.problems, "generated_tokens": tokens,
+    return {"strategy": strategy, "n": args.n, "m": args.m, "problems": args.problems,
+            "batch_size": cfg.generate.batch_size, "generated_tokens": tokens,
             "wall_s": round(wall, 3), "forward_s": round(forward.seconds, 3),
             "calls_s": round(calls.seconds - forward.seconds, 3), "loop_s": round(wall - calls.seconds, 3),
             "overhead": round((wall - forward.seconds) / wall, 4), "loop_share": round((wall - calls.seconds) / wall, 4),
@@ -124,8 +125,8 @@ def main(argv=None) -> None:
     ap.add_argument("--m", type=int, default=4)
     ap.add_argument("--max-new-tokens", type=int, default=256, help="most tokens one generation may take (a step, or a whole solution for best-of-N: room for "
                     "the longest)")
-    ap.add_argument("--batch-size", type=int, default=16,
-                    help="the generator's sequences per generate call (prmkit generate's --batch-size, default 16)")
+    ap.add_argument("--batch-size", type=int, default=None,
+                    help="the generator's sequences per generate call (default: prmkit generate's own)")
     ap.add_argument("--strategies", nargs="+", default=["beam", "best_of_n", "dvts", "particles"])
     ap.add_argument("--summary", type=Path, default=None, help="write every strategy's numbers here (JSON)")
     args = ap.parse_args(argv)

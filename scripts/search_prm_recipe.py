@@ -22,12 +22,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-from prmkit.lab.config import REPORT_SEEDS, SEED_SETS, lab_rm
+from prmkit.lab.config import REPORT_SEEDS, SEED_SETS, LabConfig, lab_rm
 from prmkit.lab.study.config import study_preset
 from prmkit.lab.study.core import with_restarts
 from prmkit.lab.targets import FLOOR, auroc_spread
@@ -40,8 +41,8 @@ RULES = {"study": "docs/search.md, 'A PRM that passes the floor' (2026-12-06)",
          "lab-passes": "docs/search.md, 'Training to convergence at 8,000 labels' (2026-12-07, third)"}
 LAB_FIELDS = ("lr", "new_lr", "eval_fraction", "eval_every", "early_stop_patience", "early_stop_min_steps")
 SAMPLES = 4
-LAB_LABELS = 2000
-"""The labelled solutions the lab run's step cap was set for (its default label budget)."""
+LAB_LABELS = LabConfig().train_problems * LabConfig().train_samples
+"""The labelled solutions the lab run's step cap was set for (its default label budget, 2,000)."""
 DEV_SETTINGS = ("search.strategies=beam", "search.scorers=oracle", "search.budgets=64")
 """What the development runs change besides the budget: one search per seed, the oracle's."""
 
@@ -58,7 +59,9 @@ def protocol_settings(protocol: str, labels: int = LAB_LABELS) -> list[str]:
     """
     if protocol == "study":
         return []
-    cap = lab_rm().max_steps * (labels // LAB_LABELS if protocol == "lab-passes" else 1)
+    cap = lab_rm().max_steps
+    if protocol == "lab-passes":  # as many passes as the lab run's: its cap scaled to the labels, never below it
+        cap = max(cap, math.ceil(cap * labels / LAB_LABELS))
     lab, study = lab_rm(max_steps=cap), study_preset("search")
     sets = [*(f"rm.{f}={getattr(lab, f)}" for f in LAB_FIELDS if getattr(lab, f) != getattr(study.rm, f)),
             f"search.rm_steps={cap}"]
@@ -102,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=Path, required=True, help="folder of the budgets' run folders")
     parser.add_argument("--protocol", choices=sorted(TRAIN_PROBLEMS), default="study",
-                        help="how the PRM trains: the studies' recipe (the first rule) or the lab run's (the second)")
+                        help="how the PRM trains: the studies' recipe (the first rule), the lab run's (the second), or the "
+                             "lab run's with its step cap scaled to the labels (the third)")
     parser.add_argument("--seeds", default="dev", help="the development seeds (default: dev, 0-2)")
     parser.add_argument("--out", type=Path, required=True, help="the summary written")
     args = parser.parse_args(argv)

@@ -49,34 +49,44 @@ def test_batched_equals_one_at_a_time_and_seed_decides(lm_dir):
     assert sum(reason == "length" for _, reason in ends) >= 6
 
 
-def test_a_row_that_has_ended_draws_no_noise_and_the_others_sample_as_before(lm_dir, monkeypatch):
-    """Rows end at different tokens (a stop string); the ended ones skip their draws, which changes nothing."""
+def test_noise_in_blocks_with_no_draws_after_a_row_ends_gives_the_samples_of_one_draw_per_token(lm_dir, monkeypatch):
+    """The samples of drawing every row's noise a token at a time to the last token (as before blocks) are those of
+    drawing several tokens' noise at once and nothing once a row has ended; rows end at different tokens here."""
     from prmkit.generate import hf
 
-    cfg = GenerateConfig(model=str(lm_dir), n=4, max_new_tokens=16, stop=["1", "2"], batch_size=16)
-    skipping = HFBackend.from_config(cfg).generate(PROBLEMS, 4)
-    ends = {s.tokens for per in skipping for s in per}
-    draws = []
-    plain_init = hf.RowNoise.__init__
+    cfg = GenerateConfig(model=str(lm_dir), n=4, max_new_tokens=40, stop=["1", "2"], batch_size=16)
+    backend = HFBackend.from_config(cfg)
+    plain_init, plain_uniform = hf.RowNoise.__init__, hf.RowNoise._uniform
+    with monkeypatch.context() as m:
+        m.setattr(hf, "NOISE_NUMBERS", 1)  # one token's noise per draw
+        m.setattr(hf.RowNoise, "__init__", lambda self, seeds, sampling, done=None: plain_init(self, seeds, sampling))
+        before = backend.generate(PROBLEMS, 4)
+    refills = []
 
-    def drawing_always(self, seeds, sampling, done=None):
-        plain_init(self, seeds, sampling, None)  # every row draws at every token, as before the skip
-        draws.append(self)
+    def counting(self, width, device):  # how many rows had ended at each new block
+        if self.block is None or self.used == self.block.shape[1]:
+            refills.append(sum(d is not None for d in self.done))
+        return plain_uniform(self, width, device)
 
-    monkeypatch.setattr(hf.RowNoise, "__init__", drawing_always)
-    assert texts(HFBackend.from_config(cfg).generate(PROBLEMS, 4)) == texts(skipping)
-    assert draws and len(ends) > 2  # the batch really had rows that ended while others went on
+    monkeypatch.setattr(hf.RowNoise, "_uniform", counting)
+    width = backend.sampler.model.config.vocab_size
+    for numbers in (hf.NOISE_NUMBERS, 3 * width):  # the default, and blocks of 3 tokens that end mid-sample
+        monkeypatch.setattr(hf, "NOISE_NUMBERS", numbers)
+        assert texts(backend.generate(PROBLEMS, 4)) == texts(before)
+    assert len({s.tokens for per in before for s in per}) > 2 and max(refills) > 0
 
 
-def test_noise_drawn_in_chunks_is_the_noise_drawn_a_token_at_a_time(lm_dir, monkeypatch):
-    from prmkit.generate import hf
+@pytest.mark.parametrize("width", [7, 300, 1058, 4096])
+def test_one_cpu_draw_of_several_tokens_is_the_draws_of_one_token_each(width):
+    import torch
 
-    cfg = GenerateConfig(model=str(lm_dir), n=3, max_new_tokens=40, temperature=0.9, batch_size=16)
-    chunked = texts(HFBackend.from_config(cfg).generate(PROBLEMS, 3))
-    monkeypatch.setattr(hf, "NOISE_CHUNK", 1)  # one draw per token, as before chunks
-    assert texts(HFBackend.from_config(cfg).generate(PROBLEMS, 3)) == chunked
-    monkeypatch.setattr(hf, "NOISE_CHUNK", 7)  # chunks that end mid-sample
-    assert texts(HFBackend.from_config(cfg).generate(PROBLEMS, 3)) == chunked
+    from prmkit.generate.hf import NOISE_NUMBERS
+
+    tokens = max(1, NOISE_NUMBERS // width)
+    one, each = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    block = torch.rand(tokens * width, generator=one).view(tokens, width)
+    assert torch.equal(block, torch.stack([torch.rand(width, generator=each) for _ in range(tokens)]))
+    assert torch.equal(torch.rand(width, generator=one), torch.rand(width, generator=each))  # and in step after
 
 
 def test_greedy_is_the_argmax_and_top_p_keeps_the_head(lm_dir):

@@ -95,6 +95,24 @@ def test_encode_many_equals_one_at_a_time_and_piece_by_piece(sols, max_length, m
         assert enc.input_ids == (ids if enc.step_ends else ids[:max_length])
 
 
+def test_a_tokenizer_that_pads_its_batches_still_gives_each_text_its_own_ids(tmp_path):
+    """A ``tokenizer.json`` may switch padding on, and transformers leaves it on after loading: the batched
+    tokenisation must not pad a short text to its neighbours' length."""
+    import json
+
+    from transformers import AutoTokenizer
+
+    TOK.save_pretrained(tmp_path)
+    spec = json.loads((tmp_path / "tokenizer.json").read_text())
+    spec["padding"] = {"strategy": "BatchLongest", "direction": "Right", "pad_to_multiple_of": None,
+                       "pad_id": 0, "pad_type_id": 0, "pad_token": TOK.convert_ids_to_tokens(0)}
+    (tmp_path / "tokenizer.json").write_text(json.dumps(spec))
+    padding = AutoTokenizer.from_pretrained(tmp_path)
+    assert padding.backend_tokenizer.padding is not None  # the case under test: loaded with padding on
+    sols = [("1+1?", ["1 + 1 = 2"]), ("a much longer problem than the first one?", ["a longer step than that", "x"])]
+    assert encode_many(padding, sols, FormatConfig()) == encode_many(TOK, sols, FormatConfig())
+
+
 ratings = st.lists(st.sampled_from([-1, 0, 1, None]), min_size=0, max_size=12)
 
 

@@ -17,7 +17,6 @@ splits ``# Answer``.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 from prmkit.generate.backend import Backend, Sample, problem_key, sample_seed
@@ -36,24 +35,28 @@ class Sampling:
     top_p: float = 1.0
 
 
-NOISE_CHUNK = 32
-"""Tokens of noise a row draws at once on the CPU: its generator (mt19937) gives the same numbers in one draw of
-``32 x vocabulary`` as in 32 draws of one vocabulary each (a test checks it), in one call instead of 32."""
+NOISE_NUMBERS = 8192
+"""Uniform numbers a row draws at once on the CPU: ``NOISE_NUMBERS // vocabulary`` tokens' worth (one token's
+where the vocabulary is larger). The CPU generator (mt19937) gives the same numbers in one draw of ``k x V`` as
+in ``k`` draws of ``V`` (a test checks it), in one call instead of ``k``: on a small vocabulary, such as the lab
+policy's, the calls were most of the noise's cost. The draw stays below torch's grain size (32,768), under
+which ``uniform_`` runs on one thread whatever the thread count."""
 
 
 class RowNoise:
     """A logits processor: ``logits / T`` (top-p filtered) plus per-row Gumbel noise from per-row generators
-    (on the logits' device, so a GPU run draws its noise there). A row whose sample has ended (``done[r]`` set:
-    :class:`RowStops`' verdict after the previous token) draws nothing more: generate pads it whatever its scores,
-    and its generator serves no other row, so the rows still sampling get the same noise as before.
+    (on the logits' device, so a GPU run draws its noise there).
 
-    On the CPU every row still sampling draws :data:`NOISE_CHUNK` tokens' noise at once, and a token's noise is one
-    slice of the batch's block: the rows that sample all stand at the same token of it."""
+    Once a row's sample has ended (``done[r]`` set: :class:`RowStops`' verdict after the previous token) it draws
+    no new noise: what it samples after its end is cut off, and its generator serves no other row, so the rows
+    still sampling get the same noise as before. On the CPU the rows still sampling draw several tokens' noise at
+    once (:data:`NOISE_NUMBERS`) and a token's noise is one slice of the batch's block: they all stand at the same
+    token of it, since every row starts at the first token and a row that has ended never resumes."""
 
     def __init__(self, seeds: list[int], sampling: Sampling, done: list | None = None):
         self.seeds, self.sampling, self.generators = seeds, sampling, None
         self.done = done if done is not None else [None] * len(seeds)
-        self.block, self.used = None, NOISE_CHUNK
+        self.block, self.used = None, 0
 
     def __call__(self, input_ids, scores):
         import torch
@@ -70,21 +73,15 @@ class RowNoise:
         """This token's uniform numbers, a row each: from its generator while it samples, 0.5 once it has ended."""
         import torch
 
-        if device.type != "cpu":  # a GPU generator's numbers depend on how they are drawn: one draw per token
-            return torch.stack([torch.full((width,), 0.5, device=device) if ended is not None
-                                else torch.rand(width, generator=g, device=device)
-                                for g, ended in zip(self.generators, self.done)])
-        if self.used == NOISE_CHUNK:
-            self.block = torch.stack([torch.full((NOISE_CHUNK, width), 0.5) if ended is not None
-                                      else torch.rand(NOISE_CHUNK * width, generator=g).view(NOISE_CHUNK, width)
+        # a GPU generator's numbers depend on how they are drawn: one draw per token there
+        tokens = max(1, NOISE_NUMBERS // width) if device.type == "cpu" else 1
+        if self.block is None or self.used == self.block.shape[1]:
+            self.block = torch.stack([torch.full((tokens, width), 0.5, device=device) if ended is not None
+                                      else torch.rand(tokens * width, generator=g, device=device).view(tokens, width)
                                       for g, ended in zip(self.generators, self.done)])
             self.used = 0
         self.used += 1
         return self.block[:, self.used - 1]
-
-
-# transformers' LogitsProcessorList reads its processors' signatures at every token: read it once
-RowNoise.__call__.__signature__ = inspect.signature(RowNoise.__call__)
 
 
 def top_p_filter(scores, top_p: float):
@@ -273,16 +270,17 @@ class HFBackend(Backend):
         return cls(cfg, Sampler.load(cfg.model, cfg.device, cfg.marker or cfg.separator or "\n"))
 
     def prompt_ids(self, problem, prefix_steps: list[str]) -> list[int]:
-        """The prompt's ids, laid out by the one formatter (:func:`prmkit.model.formatter.encode`)."""
+        """The prompt's ids, laid out by the one formatter (:func:`prmkit.model.formatter.encode_many`)."""
         return self.prompt_ids_many([(problem, prefix_steps)])[0]
 
     def prompt_ids_many(self, requests: list[tuple]) -> list[list[int]]:
-        """:meth:`prompt_ids` of each ``(problem, prefix_steps, ...)`` request, in two tokenizer calls for the whole
-        batch (:func:`prmkit.model.formatter.encode_many`: the same ids as one call per request, which were most
-        of a step-at-a-time search's cost outside the model on a small policy)."""
+        """:meth:`prompt_ids` of each ``(problem, prefix_steps, ...)`` request, the whole batch through the
+        tokenizer at once (:func:`prmkit.model.formatter.encode_many`: the same ids as one request at a time).
+        One call per request was the largest cost of a step-at-a-time search outside the models' passes."""
         from prmkit.model.formatter import encode_many
 
-        texts = [(render_problem(problem.problem, self.cfg, self.shots), list(prefix)) for problem, prefix, *_ in requests]
+        texts = [(render_problem(problem.problem, self.cfg, self.shots), list(prefix))
+                 for problem, prefix, *_ in requests]
         return [e.input_ids for e in encode_many(self.sampler.tokenizer, texts, self.fmt)]
 
     def generate(self, problems, n):

@@ -168,7 +168,9 @@ def _tokenize(tokenizer, texts: list[str], special: bool) -> list[list[int]]:
     tokenised once.
 
     A fast tokenizer's Rust backend is asked for the ids alone: transformers' own batch call also builds
-    offsets and a Python dict per text, which costs as much as the tokenisation itself.
+    offsets and a Python dict per text, which costs as much as the tokenisation itself. Not where the backend
+    pads or truncates (a ``tokenizer.json`` may switch either on, and transformers leaves it on after loading):
+    the batch's texts would come back padded to its longest, so a text's ids would depend on its neighbours.
     """
     if not texts:
         return []
@@ -177,7 +179,8 @@ def _tokenize(tokenizer, texts: list[str], special: bool) -> list[list[int]]:
         ids = dict(zip(distinct, _tokenize(tokenizer, distinct, special)))
         return [ids[t] for t in texts]  # shared lists: callers copy before they extend
     backend = tokenizer.backend_tokenizer if getattr(tokenizer, "is_fast", False) else None
-    if backend is not None and hasattr(backend, "encode_batch_fast"):
+    plain = backend is not None and backend.padding is None and backend.truncation is None
+    if plain and hasattr(backend, "encode_batch_fast"):
         return [e.ids for e in backend.encode_batch_fast(texts, add_special_tokens=special)]
     return tokenizer(texts, add_special_tokens=special)["input_ids"]
 

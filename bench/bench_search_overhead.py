@@ -85,7 +85,7 @@ def measure(strategy: str, args, problems_file: Path, prm: Path, out: Path) -> d
     cfg = SearchRunConfig(strategy=strategy, n=args.n, m=args.m, prm=str(prm), prm_device="cpu", chunk=args.problems,
                           generate=GenerateConfig(backend="lab-lm", model=args.preset, device="cpu", stop=stop,
                                                   temperature=1.0, max_new_tokens=args.max_new_tokens,
-                                                  **({"batch_size": args.batch_size} if args.batch_size else {})))
+                                                  **({} if args.batch_size is None else {"batch_size": args.batch_size})))
     model_types = model_classes(args.preset, prm)
     forward, calls = Clock(), Clock()
     with timing([(t, "forward") for t in model_types], forward), \

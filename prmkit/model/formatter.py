@@ -171,6 +171,8 @@ def _tokenize(tokenizer, texts: list[str], special: bool) -> list[list[int]]:
     offsets and a Python dict per text, which costs as much as the tokenisation itself. Not where the backend
     pads or truncates (a ``tokenizer.json`` may switch either on, and transformers leaves it on after loading):
     the batch's texts would come back padded to its longest, so a text's ids would depend on its neighbours.
+    transformers' own call switches the backend's padding and truncation off for good (it restores nothing), so
+    only the first call on such a tokenizer takes the slow path.
     """
     if not texts:
         return []

@@ -4,7 +4,8 @@ Per seed: ``max(budgets)`` solutions of the train split, shuffled, rated by the 
 (phase 2); a held-out pool of ``eval_problems x eval_samples``. For every budget ``B`` a PRM learns
 from the first ``B`` phase-2 records and an ORM from the final-answer grades of the same ``B``
 solutions (nested prefixes: the 250 labels are the first 250 of the 1,000), both with the same
-``rm_steps`` optimiser steps, and both score the held-out pool. Best-of-N per problem at
+``rm_steps`` optimiser steps (or a cap raised to ``rm_epochs`` passes over the budget's labels), and both
+score the held-out pool. Best-of-N per problem at
 ``budget.n`` (PRM by its ``min`` step score, ORM by P(correct) at the last step, as
 :mod:`prmkit.lab.scoring` scores them), majority voting at the same N as a flat reference.
 
@@ -229,6 +230,7 @@ def summarise(cfg: LabConfig, seeds: list[int], root: Path) -> dict:
     acc = {k: np.stack([per_seed[s][k] for s in seeds]) for k in (*KINDS, "majority")}
     summary = {"study": NAME, "preset": cfg.name, "seeds": list(seeds), "n": b.n,
                "budgets": list(b.budgets), "settings": dataclasses.asdict(b), "rm_steps": cfg.rm.max_steps,
+               "rm_steps_per_budget": {str(n): with_passes(cfg, b.rm_epochs, n).rm.max_steps for n in b.budgets},
                "rm_batch_size": cfg.rm.batch_size, "eval": f"{b.eval_problems} problems x {b.eval_samples} samples per seed",
                **curve_stats(list(b.budgets), acc, cfg.bootstrap, 0)}
     summary["per_seed"] = {str(s): {k: [float(x) for x in per_seed[s][k].mean(axis=1)] for k in per_seed[s]}
@@ -289,6 +291,23 @@ def plot_curve(summary: dict, path: Path) -> str:
     return save_figure(fig, path)
 
 
+def _steps_text(summary: dict) -> str:
+    """How many optimiser steps the reward models took, the same at every budget or raised by passes.
+
+    >>> _steps_text({"rm_steps": 300, "rm_steps_per_budget": {"250": 300, "4000": 300}})
+    'each with 300 optimiser steps of 32 at every budget'
+    >>> _steps_text({"rm_steps": 300, "rm_steps_per_budget": {"250": 300, "4000": 1250}, "settings": {"rm_epochs": 10}})
+    'each with at most 10 passes over its labels in steps of 32 (the cap per budget: 250: 300, 4,000: 1,250)'
+    """
+    per = summary.get("rm_steps_per_budget") or {}
+    batch = summary.get("rm_batch_size", 32)
+    if len(set(per.values())) > 1:
+        caps = ", ".join(f"{int(n):,}: {s:,}" for n, s in per.items())
+        return (f"each with at most {summary['settings']['rm_epochs']:g} passes over its labels in steps of {batch} "
+                f"(the cap per budget: {caps})")
+    return f"each with {summary['rm_steps']} optimiser steps of {batch} at every budget"
+
+
 def budget_tables(summary: dict) -> dict[str, tuple[list[str], list[list[str]]]]:
     """The study's tables as (header, rows) of text: ``accuracy`` per budget, the ``fit`` of each reward
     model, the ``equivalent`` labels; the page and ``docs/study-budget.md`` (generated) both show them."""
@@ -328,8 +347,7 @@ def section_html(summary: dict, figure_path: Path) -> str:
         "<h2>Study: the label-budget curve (process vs outcome supervision)</h2>",
         (f"<p>PRM and ORM from the same base model, trained on the first B of one shuffled pool of labelled "
         f"solutions (the PRM on the simulated labellers' phase-2 step ratings, the ORM on the final-answer "
-        f"grades of the same solutions), each with {summary['rm_steps']} optimiser steps of {summary.get('rm_batch_size', 32)} at every "
-        f"budget; "
+        f"grades of the same solutions), {_steps_text(summary)}; "
         f"best-of-{n} per held-out problem ({html.escape(summary['eval'])}); means over seeds "
         f"{', '.join(map(str, summary['seeds']))} with 95% bootstrap intervals over seeds and problems.</p>"),
         acc_table, figure(figure_path),

@@ -15,6 +15,7 @@ suite runs (the ``quick`` preset).
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 
 from prmkit.config import apply, read_recipe
@@ -32,7 +33,8 @@ class BudgetConfig:
     shuffled) are rated by the simulated labellers; the PRM learns from the first ``B`` phase-2 records
     and the ORM from the final-answer grades of the same ``B`` solutions, for every budget ``B`` (nested
     prefixes of one pool). Every reward model takes ``rm_steps`` optimiser steps, whatever its budget, so
-    only the labels differ along the curve. The default keeps the lab's 300 steps: at 150 one seed's PRM
+    only the labels differ along the curve (``rm_epochs`` raises the larger budgets' caps instead, for a
+    protocol that stops early). The default keeps the lab's 300 steps: at 150 one seed's PRM
     curve was not even monotone (best-of-32: 73.6 / 49.1 / 63.7% at 500 / 1,000 / 2,000 labels), and at
     80 steps the active-learning study saw some PRMs never learn to use the surprise features.
     """
@@ -46,11 +48,12 @@ class BudgetConfig:
     eval_samples: int = field(default=16, metadata={"help": "samples per held-out problem"})
     rm_steps: int = field(default=0, metadata={
         "help": "optimiser steps of every reward model (0: rm.max_steps, the lab's 300); the same for both kinds and "
-                "all budgets"})
+                "all budgets unless rm_epochs raises a budget's"})
     rm_epochs: float = field(default=0.0, metadata={
-        "help": "at least this many passes over its labels for every reward model: a budget of L labels trains "
-                "max(steps, ceil(rm_epochs x L / rm.batch_size)) steps at most, so that, with early stopping, the "
-                "largest budget is not cut short by a cap set for the smallest (0: the step budget alone, for all)"})
+        "help": "passes over its labels (all L, a held-out share included) that a budget's reward models may take: "
+                "their step cap is max(steps, ceil(rm_epochs x L / rm.batch_size)), so that under a protocol that "
+                "stops early (rm.early_stop_patience) the largest budget is not cut short by a cap set for the "
+                "smallest; without early stopping they train the raised number (0: the step budget alone, for all)"})
 
     def __post_init__(self):
         object.__setattr__(self, "budgets", tuple(sorted({int(b) for b in self.budgets})))
@@ -62,8 +65,8 @@ class BudgetConfig:
             raise ValueError(f"budget.n must be at least 1, got {self.n}")
         if self.rm_steps < 0:
             raise ValueError(f"budget.rm_steps must be 0 (rm.max_steps) or positive, got {self.rm_steps}")
-        if self.rm_epochs < 0:
-            raise ValueError(f"budget.rm_epochs must be at least 0, got {self.rm_epochs}")
+        if not 0 <= self.rm_epochs < math.inf:  # NaN and infinity too: they would fail late, at the stages
+            raise ValueError(f"budget.rm_epochs must be a finite number at least 0, got {self.rm_epochs}")
 
 
 

@@ -43,10 +43,12 @@ def with_rm_steps(cfg, steps: int):
 
 
 def with_passes(cfg, passes: float, labels: int):
-    """``cfg`` whose reward model of ``labels`` solutions trains at least ``passes`` passes over them: its
-    ``rm.max_steps`` raised to ``ceil(passes x labels / rm.batch_size)`` where that is more (0: as it is). A
-    study whose budgets span a wide range keeps the largest from being cut short by a cap set for the smallest
-    (at 8,000 labels the lab run's 600 steps are 2.7 passes against its 10.7 at 2,000: docs/search.md).
+    """``cfg`` whose reward model of ``labels`` solutions may train ``passes`` passes over them: its
+    ``rm.max_steps`` raised to ``ceil(passes x labels / rm.batch_size)`` where that is more (0: as it is). It
+    raises a cap: with early stopping a model may end sooner; without it, it trains the raised number. Passes are
+    counted over all ``labels``, a held-out share included. A study whose budgets span a wide range keeps the
+    largest from being cut short by a cap set for the smallest (the lab run's 600 steps of 32 are 9.6 passes over
+    its 2,000 labels, 2.4 over 8,000, where the search study's PRM was still improving: docs/search.md).
 
     >>> from prmkit.lab.config import preset
     >>> cfg = preset("default")

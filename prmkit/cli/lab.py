@@ -20,6 +20,7 @@ from prmkit import lab
 from prmkit.cli import HelpFormatter
 from prmkit.cli.flags import renamed
 from prmkit.io import read_solutions, write_records
+from prmkit.lab.study.config import RM_PROTOCOLS
 
 GROUP_EPILOG = """\
 examples:
@@ -128,7 +129,8 @@ def _config(args: argparse.Namespace, study: str | None = None) -> lab.LabConfig
 
     args.domain = args.domain or "ledger"
     try:
-        cfg = lab.preset(args.preset, args.domain) if study is None else study_preset(study, args.preset, args.domain)
+        cfg = (lab.preset(args.preset, args.domain) if study is None
+               else study_preset(study, args.preset, args.domain, args.rm_protocol))
     except ValueError as e:
         raise SystemExit(f"prmkit lab: {e}") from None
     if getattr(args, "recipe", None):
@@ -197,6 +199,7 @@ def _command(head: str, args: argparse.Namespace) -> str:
     """The command line that reproduces a run or study (recorded in its report)."""
     parts = [head, *([f"--domain {args.domain}"] if getattr(args, "domain", None) not in (None, "ledger") else []),
              f"--preset {args.preset}", f"--seeds {','.join(map(str, args.seeds))}"]
+    parts += [f"--rm-protocol {args.rm_protocol}"] if getattr(args, "rm_protocol", "study") != "study" else []
     parts += [f"--recipe {shlex.quote(args.recipe)}"] if args.recipe else []
     parts += [f"--set {shlex.quote(kv)}" for kv in args.set]
     parts.append(f"--out-dir {shlex.quote(str(args.out))}")
@@ -423,6 +426,11 @@ def _register_study(sub) -> None:
     p.add_argument("--preset", choices=_preset_names(), default="default",
                    help="quick: the test suite's size, a few minutes; default: the study's full size (at most "
                         "30 min on 2 cores); full: the full preset's pools")
+    p.add_argument("--rm-protocol", choices=RM_PROTOCOLS, default="study",
+                   help="how the study's reward models train: study, one run on all its labels (300 steps, the "
+                        "recipe its published numbers used); lab, the lab run's reliable protocol (early stopping on "
+                        "the seed's validation split shared by both arms, three restarts, the best kept; "
+                        "docs/lab.md); --set rm.<field> overrides either")
     _add_recipe_flag(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (budget.budgets=250,1000,4000, budget.rm_steps=300, "

@@ -418,9 +418,18 @@ LEDGER_ONLY = {
 """Studies that run on the ledger alone, and why; the others (budget, active, synthetic) run on any domain."""
 
 
-def study_preset(study: str, name: str = "default", domain: str = "ledger") -> LabConfig:
+RM_PROTOCOLS = ("study", "lab")
+"""How a study's reward models train: ``study``, the recipe the studies were designed and published with (one run
+on all its labels, 300 steps at 2e-3 / 1e-2); ``lab``, the lab run's reliable protocol (:func:`prmkit.lab.config.lab_rm`:
+early stopping on the seed's validation split, shared by the arms of a budget, three restarts, the best kept)."""
+
+
+def study_preset(study: str, name: str = "default", domain: str = "ledger", rm_protocol: str = "study") -> LabConfig:
     """The config of ``study`` on lab preset ``name`` of ``domain``: the preset's fields, and the study's section as
-    ``prmkit/lab/recipes/studies/<name>.yaml`` sets it over its defaults (the quick sizes), else its defaults."""
+    ``prmkit/lab/recipes/studies/<name>.yaml`` sets it over its defaults (the quick sizes), else its defaults; its
+    reward models by ``rm_protocol`` (:data:`RM_PROTOCOLS`)."""
+    if rm_protocol not in RM_PROTOCOLS:
+        raise ValueError(f"unknown reward-model protocol {rm_protocol!r} (expected one of {', '.join(RM_PROTOCOLS)})")
     if study not in STUDIES:
         raise ValueError(f"unknown study {study!r} (expected one of {', '.join(STUDIES)})")
     if domain != "ledger" and study in LEDGER_ONLY:
@@ -434,8 +443,9 @@ def study_preset(study: str, name: str = "default", domain: str = "ledger") -> L
     # yet the studies'; and its ORM has the PRM's data (the equal-label comparison)
     # the studies keep the learning rates they were designed and published with (the lab run's protocol,
     # 5e-4 / 3e-3 with early stopping, is not yet theirs: docs/lab.md, "Why single runs stall")
-    rm = dataclasses.replace(lab.rm, restarts=1, eval_fraction=0.0, eval_every=0, early_stop_patience=0,
-                             early_stop_min_steps=0, max_steps=STUDY_RM_STEPS, lr=2e-3, new_lr=1e-2)
+    rm = lab.rm if rm_protocol == "lab" else dataclasses.replace(
+        lab.rm, restarts=1, eval_fraction=0.0, eval_every=0, early_stop_patience=0, early_stop_min_steps=0,
+        max_steps=STUDY_RM_STEPS, lr=2e-3, new_lr=1e-2)
     fields = {f.name: getattr(lab, f.name) for f in dataclasses.fields(LabConfig)}
     # a study ranks a PRM's solutions by the min of its step probabilities whatever the domain's run reads (the
     # plans presets' product): its jobs and summaries were designed and published that way
@@ -449,6 +459,7 @@ def study_preset(study: str, name: str = "default", domain: str = "ledger") -> L
 
 __all__ = [
     "LEDGER_ONLY",
+    "RM_PROTOCOLS",
     "SEARCH_TREES",
     "STUDIES",
     "STUDY_RM_STEPS",

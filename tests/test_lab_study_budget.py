@@ -16,7 +16,10 @@ from prmkit.lab.study.budget import (
     curve_stats,
     equivalence,
     equivalent_labels,
+    findings,
     majority_per_problem,
+    matched,
+    matched_labels,
     plot_curve,
     section_html,
     study_config,
@@ -65,6 +68,16 @@ def test_equivalence_recovers_the_shift_without_noise(shift, slope):
             assert eq[str(b)]["extrapolated"] == (not LABELS[0] <= needed <= LABELS[-1])
 
 
+def test_matched_labels_reads_the_measured_curves_and_says_where_the_orm_never_gets_there():
+    prm, orm = curves(math.log(4))  # the PRM's line is the ORM's moved four times fewer labels to the left
+    got = matched(LABELS, prm, orm, n_boot=50)
+    assert [round(got[str(b)]["factor"], 6) for b in LABELS[:2]] == [4.0, 4.0]  # 1,000 and 2,000 labels
+    assert [got[str(b)]["censored"] for b in LABELS] == ["", "", "above", "above"]  # 4,000 and 8,000 never tried
+    assert matched_labels([10, 100], [0.2, 0.3], [0.5, 0.6]) == [10.0, 10.0]  # the ORM ahead already: at most 10
+    assert matched(LABELS, orm, prm, n_boot=50)["250"]["censored"] == "below"
+    assert matched_labels([10, 100, 1000], [0.6], [0.5, 0.7, 0.4])[0] == pytest.approx(10 ** 1.5)  # first crossing
+
+
 def test_curve_stats_reads_directions_and_slopes():
     prm, orm = curves(math.log(4), 0.05, noise=0.02)
     acc = {"prm": prm, "orm": orm, "majority": np.full_like(prm, 0.3)}
@@ -88,6 +101,12 @@ def test_figure_and_section_from_a_summary(tmp_path):
     assert (tmp_path / "figures" / "budget.png").stat().st_size > 1000 and fig.endswith("budget.png")
     assert html.startswith("<h2>") and "data:image/png;base64," in html
     assert "Data-efficiency factor" in html and "PRM min@32" in html and "2,000" in html
+    assert "measured curve" in html and "How well each reward model ranks" not in html  # no AUROCs recorded
+    summary["auroc"] = {"prm": {str(b): [0.95, 0.85, 0.92] for b in LABELS}, "orm": {str(b): [0.8] * 3 for b in LABELS}}
+    text = findings(summary)
+    assert "PRMs below 0.9 step AUROC: 250 labels, seed 1 (0.850)" in text and "at 250 labels at least one kind is not above" in text
+    assert "from 1,000 to 2,000 labels the PRM gains" in text
+    assert "How well each reward model ranks" in section_html(summary, tmp_path / "figures" / "budget.png")
 
 
 def _sol(pid: str, answer: str | None, grade: str, steps: int = 2) -> Solution:
@@ -144,6 +163,23 @@ def test_passes_raise_the_cap_of_the_larger_budgets_only_and_leave_the_default_k
     assert plain[("prm", 250)].key == passes[("prm", 250)].key  # a model whose cap did not move is not retrained
     assert plain[("prm", 4000)].key != passes[("prm", 4000)].key
 
+
+
+def test_the_lab_protocol_trains_every_model_as_the_lab_run_does_and_the_plan_prices_raised_caps(tmp_path):
+    from prmkit.lab.config import preset
+    from prmkit.lab.study.budget import RewardModel
+    from prmkit.lab.study.protocol import Context
+
+    lab = study_preset("budget", "default", rm_protocol="lab")
+    assert lab.rm == preset("default").rm and lab.rm.early_stop_patience > 0 and lab.rm.restarts == 3
+    assert study_preset("budget", "default").rm.restarts == 1  # the studies' own recipe stays the default
+    with pytest.raises(ValueError, match="protocol"):
+        study_preset("budget", "default", rm_protocol="nope")
+    cfg = STUDY.prepare(lab.replace({"budget.budgets": (125, 8000), "budget.rm_epochs": 9.6}), [0])
+    work = {(j.kind, j.budget): j.work for _, jobs in STUDY.stages(cfg, Context(tmp_path, (0,))) for j in jobs
+            if isinstance(j, RewardModel)}
+    assert work[("prm", 125)] == work[("orm", 125)] == lab.rm.max_steps == 600
+    assert work[("prm", 8000)] == 2400  # 9.6 passes of 32: priced at four times the small budget's cap
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # pretrains the base model when the session has none: ~2 min quiet, 10+ busy

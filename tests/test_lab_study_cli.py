@@ -75,6 +75,10 @@ def test_study_command_flags_and_examples():
         ("budget", "default", [0, 1, 2], None, 2, True)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["lab", "study", "nope"])
+    assert args.rm_protocol == "study"
+    assert build_parser().parse_args(["lab", "study", "budget", "--rm-protocol", "lab"]).rm_protocol == "lab"
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["lab", "study", "budget", "--rm-protocol", "best"])
 
 
 def test_bad_study_override_is_a_user_error(capsys):

@@ -536,7 +536,8 @@ TABLES = {
     "calibration-chosen": calibration_table,
     "calibration-range": calibration_range_table,
     "calibration-rules": calibration_rules_table,
-    **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "efficiency", "findings")},
+    **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "matched", "auroc", "efficiency",
+                                                           "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
     **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
     **{f"autolabel-{name}": _study_rows("autolabel", name)

@@ -36,7 +36,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.config import LabConfig
-from prmkit.lab.numbers import interval, ratio, ratio_interval
+from prmkit.lab.numbers import interval, points, ratio, ratio_interval
 from prmkit.lab.run import RM_VERSION
 from prmkit.lab.study.core import (
     bon_per_problem,
@@ -100,6 +100,65 @@ def equivalence(labels, prm: np.ndarray, orm: np.ndarray, n_boot: int = 2000, se
             for j, b in enumerate(labels)}
 
 
+def matched_labels(labels, prm_curve, orm_curve) -> list[float]:
+    """Labels at which the ORM's *measured* curve first reaches the PRM's measured accuracy at each budget of
+    ``labels``: the curves read between budgets by straight lines in ``ln(labels)``, no fitted line. Where the ORM
+    is already there at the smallest budget the answer is that budget (an upper bound); where it never gets
+    there within the budgets, infinity (more labels than were tried).
+
+    >>> [round(x, 6) for x in matched_labels([100, 1000, 10000], [0.5, 0.6, 0.7], [0.4, 0.5, 0.6])]
+    [1000.0, 10000.0, inf]
+    >>> matched_labels([100, 1000], [0.5, 0.6], [0.55, 0.58])
+    [100.0, inf]
+    """
+    x = np.log(np.asarray(labels, float))
+    orm = np.asarray(orm_curve, float)
+    out = []
+    for target in np.asarray(prm_curve, float):
+        if orm[0] >= target:
+            out.append(float(labels[0]))
+            continue
+        reached = math.inf
+        for j in range(1, len(orm)):
+            if orm[j] >= target:  # orm[j - 1] < target: the crossing lies on this segment
+                share = (target - orm[j - 1]) / (orm[j] - orm[j - 1])
+                reached = float(math.exp(x[j - 1] + share * (x[j] - x[j - 1])))
+                break
+        out.append(reached)
+    return out
+
+
+def matched(labels, prm: np.ndarray, orm: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
+    """:func:`matched_labels` of the seed- and problem-mean curves, over each budget (the factor: how many times
+    the PRM's labels the ORM needs for its accuracy), with 95% bootstrap intervals (seeds, then problems within
+    each seed, as :func:`equivalence`). ``censored``: ``below`` where the ORM matched at the smallest budget
+    already (the factor is at most that), ``above`` where it never matched (more than the largest over the budget).
+    """
+    prm, orm = np.asarray(prm, float), np.asarray(orm, float)
+    labels = [float(b) for b in labels]
+
+    def factors(p, o):
+        return np.array(matched_labels(labels, p, o)) / labels
+
+    point = factors(prm.mean(axis=(0, 2)), orm.mean(axis=(0, 2)))
+    rng = np.random.default_rng(seed)
+    n_seeds, _, n_problems = prm.shape
+    boots = np.empty((n_boot, len(labels)))
+    for b in range(n_boot):
+        seeds = rng.integers(0, n_seeds, n_seeds)
+        picks = rng.integers(0, n_problems, (n_seeds, n_problems))
+        boots[b] = factors(np.mean([prm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2)),
+                           np.mean([orm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2)))
+    lo, hi = np.quantile(boots, [0.025, 0.975], axis=0, method="inverted_cdf")
+    per_seed = [factors(prm[s].mean(axis=1), orm[s].mean(axis=1)) for s in range(n_seeds)]
+    return {str(int(b)): {"prm_accuracy": float(prm[:, j].mean()), "orm_labels": float(point[j] * b),
+                          "factor": float(point[j]), "ci95": [float(lo[j]), float(hi[j])],
+                          "per_seed": [float(x[j]) for x in per_seed],
+                          "censored": "above" if not math.isfinite(point[j]) else
+                                      "below" if point[j] * b <= labels[0] * (1 + 1e-9) else ""}
+            for j, b in enumerate(labels)}
+
+
 def curve_stats(labels, acc: dict[str, np.ndarray], n_boot: int, seed: int = 0) -> dict:
     """Every number of the study from ``acc`` (``prm``, ``orm``, ``majority``: ``[seeds, budgets, problems]``).
 
@@ -116,8 +175,14 @@ def curve_stats(labels, acc: dict[str, np.ndarray], n_boot: int, seed: int = 0) 
         per_seed = [log_fit(labels, acc[k][s].mean(axis=1))[0] for s in range(acc[k].shape[0])]
         out["fit"][k] = {"slope": slope, "intercept": intercept, "points_per_doubling": 100 * slope * math.log(2),
                          "per_seed_slope": per_seed}
+    # the curve's ends, as the rule for the spanning curve reads them (docs/study-budget.md): each kind's lead over
+    # majority voting at every budget (the bottom: a kind not above it), and its gain over the last step (the top)
+    out["over_majority"] = {k: {str(b): mean_ci(acc[k][:, j] - acc["majority"][:, j], n_boot, seed)
+                                for j, b in enumerate(labels)} for k in KINDS}
+    out["top_gain"] = {k: mean_ci(acc[k][:, -1] - acc[k][:, -2], n_boot, seed) for k in KINDS}
     out["efficiency"] = slope_ratio(labels, acc["prm"], acc["orm"], n_boot, seed)
     out["equivalent_labels"] = equivalence(labels, acc["prm"], acc["orm"], n_boot, seed)
+    out["matched_labels"] = matched(labels, acc["prm"], acc["orm"], n_boot, seed)
     prm_means = [out["accuracy"]["prm"][str(b)]["mean"] for b in labels]
     out["direction"] = {"prm_rises": prm_means[-1] > prm_means[0],
                         "prm_ge_orm_at_smallest": out["gap_prm_orm"][str(labels[0])]["mean"] >= 0,
@@ -167,6 +232,14 @@ class RewardModel(Seeded):
 
     version = RM_VERSION
 
+    @property
+    def work(self) -> float:
+        """The most optimiser steps it may train (its cap, raised by passes over its labels): ``--plan`` prices a
+        model of 8,000 labels under a raised cap above one of 125 (one that stops early costs less)."""
+        from prmkit.lab.arms import recipe_for
+
+        return float(recipe_for(self.cfg.rm, self.budget).max_steps)
+
     def run(self, out: Path) -> dict:
         from prmkit.lab.run import job_rm
 
@@ -210,6 +283,31 @@ def seed_accuracy(cfg: LabConfig, seed_dir: Path, seed: int) -> dict[str, np.nda
     return acc
 
 
+def model_aurocs(cfg: LabConfig, seed_dir: Path) -> dict[str, list[float]]:
+    """Each reward model's AUROC on the held-out pool, per kind in budget order: a PRM's over every scored step
+    against the oracle (:func:`prmkit.lab.scoring.step_auroc`, what the lab's 0.9 floor reads); an ORM writes no
+    step scores, so its AUROC is its solution score against the final answer's grade, what it learns to tell."""
+    from prmkit.evaluate.steps import auroc
+    from prmkit.io import read_solutions
+    from prmkit.lab.rm import solution_column
+    from prmkit.lab.run import score_name, solution_score_name
+    from prmkit.lab.scoring import step_auroc
+
+    right = np.array([s.grade == "correct" for s in read_solutions(seed_dir / "data" / "eval.jsonl.gz")], int)
+    out = {}
+    for k in KINDS:
+        out[k] = []
+        for b in cfg.budget.budgets:
+            scored = seed_dir / f"rm-{k}-{b}" / "scored-eval.jsonl.gz"
+            if k == "prm":
+                name = score_name(k, b, cfg)
+                out[k].append(float(step_auroc(scored, "p_correct" if name == "prm" else f"{name}_p_correct")["auroc"]))
+            else:
+                scores = solution_column(scored, solution_score_name(k, b, cfg))
+                out[k].append(float(auroc(scores, right)) if 0 < right.sum() < right.size else float("nan"))
+    return out
+
+
 # --- the pipeline ------------------------------------------------------------------------------------------
 
 def stages(cfg: LabConfig, ctx):
@@ -235,6 +333,8 @@ def summarise(cfg: LabConfig, seeds: list[int], root: Path) -> dict:
                **curve_stats(list(b.budgets), acc, cfg.bootstrap, 0)}
     summary["per_seed"] = {str(s): {k: [float(x) for x in per_seed[s][k].mean(axis=1)] for k in per_seed[s]}
                            for s in seeds}
+    aurocs = {s: model_aurocs(cfg, sd[s]) for s in seeds}
+    summary["auroc"] = {k: {str(b): [aurocs[s][k][j] for s in seeds] for j, b in enumerate(b.budgets)} for k in KINDS}
     summary["job_seconds"] = _job_seconds(sd)
     return summary
 
@@ -321,11 +421,27 @@ def budget_tables(summary: dict) -> dict[str, tuple[list[str], list[list[str]]]]
     eq = [[f"{int(b):,}", f"{v['orm_labels']:,.0f}" + (" (extrapolated)" if v["extrapolated"] else ""),
            ratio_interval(v),
            " / ".join(ratio(x) for x in v["per_seed"])] for b, v in summary["equivalent_labels"].items()]
-    return {"accuracy": (["labelled solutions", f"PRM min@{n}", f"ORM@{n}", "PRM - ORM", f"majority@{n}",
-                          "PRM per seed", "ORM per seed"], rows),
-            "fit": (["reward model", "slope (pts per ln label)", "pts per doubling", "intercept (pts at 1 label)",
-                     "slope per seed"], fit),
-            "equivalent": (["PRM labels", "ORM labels to match (fitted lines)", "factor (95% CI)", "per seed"], eq)}
+    out = {"accuracy": (["labelled solutions", f"PRM min@{n}", f"ORM@{n}", "PRM - ORM", f"majority@{n}",
+                         "PRM per seed", "ORM per seed"], rows),
+           "fit": (["reward model", "slope (pts per ln label)", "pts per doubling", "intercept (pts at 1 label)",
+                    "slope per seed"], fit),
+           "equivalent": (["PRM labels", "ORM labels to match (fitted lines)", "factor (95% CI)", "per seed"], eq)}
+    if "matched_labels" in summary:  # summaries from before 2026-12-07 read the fitted lines only
+        out["matched"] = (["PRM labels", f"PRM min@{n}", "ORM labels to match (measured curve)", "factor (95% CI)",
+                           "per seed"], [_matched_row(b, v) for b, v in summary["matched_labels"].items()])
+    if "auroc" in summary:
+        out["auroc"] = (["labelled solutions", "PRM step AUROC per seed", "ORM AUROC per seed (final answer)"],
+                        [[f"{int(b):,}", " / ".join(f"{x:.3f}" for x in summary["auroc"]["prm"][b]),
+                          " / ".join(f"{x:.3f}" for x in summary["auroc"]["orm"][b])] for b in summary["auroc"]["prm"]])
+    return out
+
+
+def _matched_row(budget: str, v: dict) -> list[str]:
+    """One row of the ``matched`` table: a censored reading says which way (more than tried, or at most the
+    smallest budget)."""
+    labels = {"above": "more than tried", "below": "at most the smallest budget"}.get(v["censored"], f"{v['orm_labels']:,.0f}")
+    return [f"{int(budget):,}", points(v["prm_accuracy"]), labels, ratio_interval(v),
+            " / ".join(ratio(x) for x in v["per_seed"])]
 
 
 def efficiency_text(summary: dict) -> str:
@@ -361,6 +477,10 @@ def section_html(summary: dict, figure_path: Path) -> str:
         ("<p class='note'>The horizontal reading of the same lines: at each PRM budget, the number of labels at "
         "which the ORM's fitted line reaches the PRM's fitted accuracy, and that number over the budget "
         "(a factor of 4 means the ORM needs four times the labels).</p>"), eq_table,
+        *([("<p class='note'>Read off the measured curves instead (straight lines in ln(labels) between budgets, "
+            "no fitted line): the labels at which the ORM's curve first reaches the PRM's accuracy at each budget.</p>"),
+           table(*tables["matched"])] if "matched" in tables else []),
+        *(["<h3>How well each reward model ranks</h3>", table(*tables["auroc"])] if "auroc" in tables else []),
         f"<p>{html.escape(findings(summary))}</p>", _compute_note(summary)])
 
 
@@ -384,7 +504,36 @@ def findings(summary: dict) -> str:
              else "the PRM is not ahead of the ORM at every budget"]
     parts.append("the gap's CI includes zero at " + ", ".join(below) + " labels" if below
                  else "the gap's CI excludes zero at every budget")
+    parts += _ends(summary) + _weak_models(summary)
     return "As measured: " + "; ".join(parts) + "."
+
+
+def _ends(summary: dict) -> list[str]:
+    """The curve's bottom (each kind's lead over majority at the smallest budget) and top (its gain over the last
+    step: saturated where the CI covers 0), where the summary has them."""
+    if "over_majority" not in summary:
+        return []
+    first, (before, last) = summary["budgets"][0], summary["budgets"][-2:]
+    lead = {k: summary["over_majority"][k][str(first)] for k in KINDS}
+    bottom = "at least one kind is not above majority voting" if any(v["ci95"][0] <= 0 for v in lead.values()) \
+        else "both kinds are above majority voting"
+    out = [(f"at {first:,} labels {bottom} (leads over it: PRM {interval(lead['prm'], True)}, "
+            f"ORM {interval(lead['orm'], True)} points)")]
+    for k in KINDS:
+        g = summary["top_gain"][k]
+        state = "saturated: its CI covers 0" if g["ci95"][0] <= 0 <= g["ci95"][1] else "not saturated"
+        out.append(f"from {before:,} to {last:,} labels the {STYLE[k][1].split()[0]} gains {interval(g, True)} points "
+                   f"({state})")
+    return out
+
+
+def _weak_models(summary: dict) -> list[str]:
+    """Every PRM below the lab's 0.9 step-AUROC floor, with its number, where the summary has AUROCs."""
+    if "auroc" not in summary:
+        return []
+    weak = [f"{int(b):,} labels, seed {s} ({x:.3f})" for b, xs in summary["auroc"]["prm"].items()
+            for s, x in zip(summary["seeds"], xs) if not x >= 0.9]
+    return [f"PRMs below 0.9 step AUROC: {', '.join(weak)}" if weak else "every PRM at or above 0.9 step AUROC"]
 
 
 write_pages = functools.partial(write_study_outputs, name=NAME, plot=plot_curve, section_html=section_html)
@@ -402,6 +551,9 @@ __all__ = [
     "equivalence",
     "equivalent_labels",
     "majority_per_problem",
+    "matched",
+    "matched_labels",
+    "model_aurocs",
     "plot_curve",
     "section_html",
     "seed_accuracy",

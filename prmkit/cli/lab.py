@@ -428,9 +428,11 @@ def _register_study(sub) -> None:
                         "30 min on 2 cores); full: the full preset's pools")
     p.add_argument("--rm-protocol", choices=RM_PROTOCOLS, default="study",
                    help="how the study's reward models train: study, one run on all its labels (300 steps, the "
-                        "recipe its published numbers used); lab, the lab run's reliable protocol (early stopping on "
-                        "the seed's validation split shared by both arms, three restarts, the best kept; "
-                        "docs/lab.md); --set rm.<field> overrides either")
+                        "recipe its published numbers used); lab, the lab run's reliable protocol (lab_rm: early "
+                        "stopping, three restarts, the best kept, docs/lab.md) on held-out labels: in the budget "
+                        "study the seed's split, shared by a budget's PRM and ORM, elsewhere a tenth of each "
+                        "model's own (a study's own restarts setting, where it has one, still decides its count); "
+                        "--set rm.<field> overrides either")
     _add_recipe_flag(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (budget.budgets=250,1000,4000, budget.rm_steps=300, "

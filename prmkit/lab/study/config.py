@@ -421,7 +421,9 @@ LEDGER_ONLY = {
 RM_PROTOCOLS = ("study", "lab")
 """How a study's reward models train: ``study``, the recipe the studies were designed and published with (one run
 on all its labels, 300 steps at 2e-3 / 1e-2); ``lab``, the lab run's reliable protocol (:func:`prmkit.lab.config.lab_rm`:
-early stopping on the seed's validation split, shared by the arms of a budget, three restarts, the best kept)."""
+early stopping on held-out labels, three restarts, the best kept). The budget study validates on the seed's split,
+shared by a budget's PRM and ORM (:func:`prmkit.lab.run.job_rm`); the others on a tenth of each model's own labels,
+with their own restarts setting where they have one (:func:`prmkit.lab.study.core.with_restarts`)."""
 
 
 def study_preset(study: str, name: str = "default", domain: str = "ledger", rm_protocol: str = "study") -> LabConfig:

@@ -178,8 +178,14 @@ def test_the_lab_protocol_trains_every_model_as_the_lab_run_does_and_the_plan_pr
     cfg = STUDY.prepare(lab.replace({"budget.budgets": (125, 8000), "budget.rm_epochs": 9.6}), [0])
     work = {(j.kind, j.budget): j.work for _, jobs in STUDY.stages(cfg, Context(tmp_path, (0,))) for j in jobs
             if isinstance(j, RewardModel)}
-    assert work[("prm", 125)] == work[("orm", 125)] == lab.rm.max_steps == 600
-    assert work[("prm", 8000)] == 2400  # 9.6 passes of 32: priced at four times the small budget's cap
+    rm = lab.rm
+    assert work[("prm", 125)] == work[("orm", 125)] == rm.early_stop_min_steps + rm.early_stop_patience * rm.eval_every
+    assert work[("prm", 8000)] == 250 + 4 * 25  # its floor is one pass (250 steps), its cap 2,400: it stops early
+    study = STUDY.prepare(study_preset("budget", "default").replace({"budget.budgets": (125, 8000),
+                                                                      "budget.rm_epochs": 9.6}), [0])
+    fixed = {j.budget: j.work for _, jobs in STUDY.stages(study, Context(tmp_path, (0,))) for j in jobs
+             if isinstance(j, RewardModel)}
+    assert fixed == {125: 300.0, 8000: 2400.0}  # no early stopping: each trains its cap
 
 @pytest.mark.slow
 @pytest.mark.timeout(2400)  # pretrains the base model when the session has none: ~2 min quiet, 10+ busy

@@ -234,11 +234,16 @@ class RewardModel(Seeded):
 
     @property
     def work(self) -> float:
-        """The most optimiser steps it may train (its cap, raised by passes over its labels): ``--plan`` prices a
-        model of 8,000 labels under a raised cap above one of 125 (one that stops early costs less)."""
+        """The optimiser steps ``--plan`` expects it to train: its cap (raised by passes over its labels), or under
+        early stopping the first step it may stop at (the floor, then ``patience`` evaluations without a better
+        one), where that comes first: a model of 8,000 labels under a raised cap of 2,400 steps stopped at 325 on
+        the development seeds, near its floor, not near its cap."""
         from prmkit.lab.arms import recipe_for
 
-        return float(recipe_for(self.cfg.rm, self.budget).max_steps)
+        rm = recipe_for(self.cfg.rm, self.budget)
+        if rm.early_stop_patience <= 0:
+            return float(rm.max_steps)
+        return float(min(rm.max_steps, rm.early_stop_min_steps + rm.early_stop_patience * rm.eval_every))
 
     def run(self, out: Path) -> dict:
         from prmkit.lab.run import job_rm

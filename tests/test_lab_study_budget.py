@@ -71,8 +71,14 @@ def test_equivalence_recovers_the_shift_without_noise(shift, slope):
 def test_matched_labels_reads_the_measured_curves_and_says_where_the_orm_never_gets_there():
     prm, orm = curves(math.log(4))  # the PRM's line is the ORM's moved four times fewer labels to the left
     got = matched(LABELS, prm, orm, n_boot=50)
-    assert [round(got[str(b)]["factor"], 6) for b in LABELS[:2]] == [4.0, 4.0]  # 1,000 and 2,000 labels
-    assert [got[str(b)]["censored"] for b in LABELS] == ["", "", "above", "above"]  # 4,000 and 8,000 never tried
+    # at 250 and 500 PRM labels the ORM matches at 1,000 and 2,000; at 1,000 and 2,000 it would need 4,000 and 8,000
+    assert [round(got[str(b)]["factor"], 6) for b in LABELS[:2]] == [4.0, 4.0]
+    assert [got[str(b)]["censored"] for b in LABELS] == ["", "", "above", "above"]
+    prm, orm = curves(math.log(2), noise=0.05)  # noisy: the seeds and the resamples differ
+    got = matched(LABELS, prm, orm, n_boot=200)["250"]
+    assert got["prm_accuracy"] == pytest.approx(prm[:, 0].mean())
+    assert got["ci95"][0] < got["factor"] < got["ci95"][1] and len(set(got["per_seed"])) == 3
+    assert got["per_seed"][0] == pytest.approx(matched_labels(LABELS, prm[0].mean(axis=1), orm[0].mean(axis=1))[0] / 250)
     assert matched_labels([10, 100], [0.2, 0.3], [0.5, 0.6]) == [10.0, 10.0]  # the ORM ahead already: at most 10
     assert matched(LABELS, orm, prm, n_boot=50)["250"]["censored"] == "below"
     assert matched_labels([10, 100, 1000], [0.6], [0.5, 0.7, 0.4])[0] == pytest.approx(10 ** 1.5)  # first crossing
@@ -106,6 +112,11 @@ def test_figure_and_section_from_a_summary(tmp_path):
     text = findings(summary)
     assert "PRMs below 0.9 step AUROC: 250 labels, seed 1 (0.850)" in text and "at 250 labels at least one kind is not above" in text
     assert "from 1,000 to 2,000 labels the PRM gains" in text
+    flat = {**summary, "over_majority": {k: {"250": {"mean": 0.1, "ci95": [0.05, 0.15]}} for k in ("prm", "orm")},
+            "top_gain": {"prm": {"mean": 0.1, "ci95": [0.05, 0.15]}, "orm": {"mean": -0.1, "ci95": [-0.15, -0.05]}}}
+    text = findings(flat)
+    assert "at 250 labels both kinds are above majority voting" in text
+    assert "the PRM gains +10.0 [+5.0, +15.0] points (not saturated)" in text and "(it falls: its CI is below 0)" in text
     assert "How well each reward model ranks" in section_html(summary, tmp_path / "figures" / "budget.png")
 
 
@@ -209,6 +220,11 @@ def test_quick_study_runs_and_its_prms_learn(tmp_path, lab_cache, lab_jobs):
         # the gap is the two arms' difference, seed by seed
         assert gap[b]["per_seed"] == pytest.approx(np.subtract(prm[b]["per_seed"], orm[b]["per_seed"]), abs=1e-9)
     assert json.loads((out / "summary.json").read_text())["efficiency"]["factor"] == summary["efficiency"]["factor"]
+    # each model's AUROC read back from its scores under its own score name: a PRM that learned ranks steps well
+    # (a wrong step-score key would read nothing: NaN), an ORM its solutions better than chance
+    assert all(0.8 < summary["auroc"]["prm"][b][0] <= 1 for b in (small, large)), summary["auroc"]
+    assert all(0.5 < summary["auroc"]["orm"][b][0] <= 1 for b in (small, large)), summary["auroc"]
+    assert summary["rm"]["restarts"] == cfg.rm.restarts and summary["rm"]["max_steps"] == cfg.rm.max_steps
     lines.clear()
     run_study(STUDY, cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)  # a rerun skips every job
     assert all("(all cached)" in line for line in lines if line.startswith("stage ")), lines

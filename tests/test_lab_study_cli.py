@@ -90,7 +90,8 @@ def test_bad_study_override_is_a_user_error(capsys):
 @pytest.mark.timeout(2400)  # pretrains the base model when the session has none: ~2 min quiet, 10+ busy
 def test_study_through_the_cli_updates_the_lab_report(tmp_path, lab_cache, capsys):
     fake_lab_run(tmp_path)
-    argv = ["lab", "study", "budget", "--preset", "quick", "--seeds", "0", *TINY, "--out-dir", str(tmp_path), "--no-progress"]
+    argv = ["lab", "study", "budget", "--preset", "quick", "--seeds", "0", "--rm-protocol", "lab", *TINY,
+            "--out-dir", str(tmp_path), "--no-progress"]
     assert main([*argv, "--plan"]) == 0  # nothing run yet: every job to run, and nothing written
     planned = capsys.readouterr().out.splitlines()
     rows = [line for line in planned if line.startswith(("data ", "base ", "rm "))]
@@ -102,8 +103,13 @@ def test_study_through_the_cli_updates_the_lab_report(tmp_path, lab_cache, capsy
     assert planned.count(" done ") == 6 and "measured" in planned and "left: 0 jobs" in planned
     assert f"study report: {tmp_path / 'study-budget' / 'report.html'}" in out and "lab report:" in out
     summary = json.loads((tmp_path / "study-budget" / "summary.json").read_text())
-    assert summary["command"].startswith("prmkit lab study budget --preset quick --seeds 0 --set")
+    assert summary["command"].startswith("prmkit lab study budget --preset quick --seeds 0 --rm-protocol lab --set")
     assert summary["budgets"] == [40, 80] and summary["rm_steps"] == 3
+    # the lab run's protocol reached every model: three restarts, each validated on held-out labels
+    assert summary["rm"]["restarts"] == 3 and summary["rm"]["early_stop_patience"] > 0
+    model = tmp_path / "study-budget" / "seed-0" / "rm-prm-80"
+    assert len(json.loads((model / "model" / "restarts.json").read_text())["runs"]) == 3
+    assert (model / "valid.jsonl.gz").is_file()  # the seed's validation split, shared with the ORM of 80 labels
     assert "Study: the label-budget curve" in (tmp_path / "report.html").read_text()
     assert main(argv) == 0  # a rerun: every job cached
     rerun = capsys.readouterr().out

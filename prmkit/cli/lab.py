@@ -427,12 +427,13 @@ def _register_study(sub) -> None:
                    help="quick: the test suite's size, a few minutes; default: the study's full size (at most "
                         "30 min on 2 cores); full: the full preset's pools")
     p.add_argument("--rm-protocol", choices=RM_PROTOCOLS, default="study",
-                   help="how the study's reward models train: study, one run on all its labels (300 steps, the "
-                        "recipe its published numbers used); lab, the lab run's reliable protocol (lab_rm: early "
-                        "stopping, three restarts, the best kept, docs/lab.md) on held-out labels: in the budget "
-                        "study the seed's split, shared by a budget's PRM and ORM, elsewhere a tenth of each "
-                        "model's own (a study's own restarts setting, where it has one, still decides its count); "
-                        "--set rm.<field> overrides either")
+                   help="how the study's reward models train: study, the recipe its published numbers used (300 "
+                        "steps at 2e-3 / 1e-2, one run on all its labels, or restarts where the study's section sets "
+                        "them); lab, the lab run's reliable protocol (lab_rm: early stopping on held-out labels, three "
+                        "restarts, the best kept, docs/lab.md): in the budget study the seed's split, shared by a "
+                        "budget's PRM and ORM, elsewhere a tenth of each model's own. A study's own rm_steps and "
+                        "restarts still apply (a cap below the lab's 200-step floor never stops early: set "
+                        "<study>.rm_steps=0); --set rm.<field> overrides either")
     _add_recipe_flag(p)
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, dotted (budget.budgets=250,1000,4000, budget.rm_steps=300, "

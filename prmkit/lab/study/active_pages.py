@@ -178,11 +178,23 @@ def findings(summary: dict) -> str:
     stalled = [f"{name} (seed {seed}, {m['step_auroc']:.3f})" for seed, ms in models.items() for name, m in ms.items()
                if m["step_auroc"] < STALLED]
     bullets.append(f"**Reward-model spread**: step AUROC of the study's {len(aurocs)} PRMs ranges "
-                   f"{min(aurocs):.3f}-{max(aurocs):.3f} (single runs, no restarts); "
+                   f"{min(aurocs):.3f}-{max(aurocs):.3f} ({_runs_text(summary)}); "
                    + (f"{len(stalled)} below {STALLED}: " + ", ".join(stalled) if stalled else f"none below {STALLED}")
                    + (f"; {sum(x.startswith('uniform') for x in stalled)} of them on uniform sets" if stalled else "")
                    + ".")
     return "\n".join(f"- {b}" for b in bullets)
+
+
+def _runs_text(summary: dict) -> str:
+    """How each PRM was trained, from the summary's recipe (summaries before it was recorded: single runs).
+
+    >>> _runs_text({}), _runs_text({"rm": {"restarts": 3, "early_stop_patience": 4}})
+    ('single runs, no restarts', 'the best of 3 restarts each, stopped early on held-out labels')
+    """
+    rm = summary.get("rm") or {}
+    restarts = rm.get("restarts", 1)
+    text = "single runs, no restarts" if restarts <= 1 else f"the best of {restarts} restarts each"
+    return text + (", stopped early on held-out labels" if rm.get("early_stop_patience", 0) > 0 else "")
 
 
 def write_outputs(out: Path, cfg, summary: dict, command: str) -> None:

@@ -151,11 +151,17 @@ def matched(labels, prm: np.ndarray, orm: np.ndarray, n_boot: int = 2000, seed: 
                            np.mean([orm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2)))
     lo, hi = np.quantile(boots, [0.025, 0.975], axis=0, method="inverted_cdf")
     per_seed = [factors(prm[s].mean(axis=1), orm[s].mean(axis=1)) for s in range(n_seeds)]
+    floor = np.array([labels[0] / b for b in labels]) * (1 + 1e-9)  # a factor at it: matched at the smallest budget
+    below, above = (boots <= floor).mean(axis=0), (~np.isfinite(boots)).mean(axis=0)
+
+    def censor(x: float, j: int) -> str:
+        return "above" if not math.isfinite(x) else "below" if x <= floor[j] else ""
+
     return {str(int(b)): {"prm_accuracy": float(prm[:, j].mean()), "orm_labels": float(point[j] * b),
                           "factor": float(point[j]), "ci95": [float(lo[j]), float(hi[j])],
-                          "per_seed": [float(x[j]) for x in per_seed],
-                          "censored": "above" if not math.isfinite(point[j]) else
-                                      "below" if point[j] * b <= labels[0] * (1 + 1e-9) else ""}
+                          "per_seed": [float(x[j]) for x in per_seed], "censored": censor(point[j], j),
+                          "per_seed_censored": [censor(x[j], j) for x in per_seed],
+                          "censored_share": {"below": float(below[j]), "above": float(above[j])}}
             for j, b in enumerate(labels)}
 
 
@@ -327,13 +333,16 @@ def stages(cfg: LabConfig, ctx):
 
 def summarise(cfg: LabConfig, seeds: list[int], root: Path) -> dict:
     """Every number of the study from the held-out scores: curves, fits, the efficiency factor, per seed."""
+    from prmkit.lab.arms import recipe_for
+
     b = cfg.budget
     sd = {s: root / f"seed-{s}" for s in seeds}
     per_seed = {s: seed_accuracy(cfg, sd[s], s) for s in seeds}
     acc = {k: np.stack([per_seed[s][k] for s in seeds]) for k in (*KINDS, "majority")}
     summary = {"study": NAME, "preset": cfg.name, "seeds": list(seeds), "n": b.n,
                "budgets": list(b.budgets), "settings": dataclasses.asdict(b), "rm_steps": cfg.rm.max_steps,
-               "rm_steps_per_budget": {str(n): with_passes(cfg, b.rm_epochs, n).rm.max_steps for n in b.budgets},
+               "rm_steps_per_budget": {str(n): recipe_for(with_passes(cfg, b.rm_epochs, n).rm, n).max_steps
+                                       for n in b.budgets},
                "rm_batch_size": cfg.rm.batch_size, "eval": f"{b.eval_problems} problems x {b.eval_samples} samples per seed",
                **curve_stats(list(b.budgets), acc, cfg.bootstrap, 0)}
     summary["per_seed"] = {str(s): {k: [float(x) for x in per_seed[s][k].mean(axis=1)] for k in per_seed[s]}
@@ -403,9 +412,16 @@ def _steps_text(summary: dict) -> str:
     'each with 300 optimiser steps of 32 at every budget'
     >>> _steps_text({"rm_steps": 300, "rm_steps_per_budget": {"250": 300, "4000": 1250}, "settings": {"rm_epochs": 10}})
     'each with at most 10 passes over its labels in steps of 32 (the cap per budget: 250: 300, 4,000: 1,250)'
+    >>> _steps_text({"rm_steps_per_budget": {"125": 600, "8000": 2400}, "rm": {"early_stop_patience": 4, "restarts": 3}})
+    'each stopped early on held-out labels (a tenth of its problems), the best of 3 restarts kept, in steps of 32 (the cap per budget: 125: 600, 8,000: 2,400)'
     """
     per = summary.get("rm_steps_per_budget") or {}
     batch = summary.get("rm_batch_size", 32)
+    rm = summary.get("rm") or {}
+    if rm.get("early_stop_patience", 0) > 0:
+        caps = ", ".join(f"{int(n):,}: {s:,}" for n, s in per.items())
+        return (f"each stopped early on held-out labels (a tenth of its problems), the best of {rm['restarts']} "
+                f"restarts kept, in steps of {batch} (the cap per budget: {caps})")
     if len(set(per.values())) > 1:
         caps = ", ".join(f"{int(n):,}: {s:,}" for n, s in per.items())
         return (f"each with at most {summary['settings']['rm_epochs']:g} passes over its labels in steps of {batch} "
@@ -443,10 +459,25 @@ def budget_tables(summary: dict) -> dict[str, tuple[list[str], list[list[str]]]]
 
 def _matched_row(budget: str, v: dict) -> list[str]:
     """One row of the ``matched`` table: a censored reading says which way (more than tried, or at most the
-    smallest budget)."""
+    smallest budget), and so does a CI end or per-seed value that is one (a value at the smallest budget is a
+    bound, ``<=``; one never matched is ``inf``).
+
+    >>> _matched_row("500", {"prm_accuracy": 0.5, "orm_labels": 125.0, "factor": 0.25, "ci95": [0.25, 2.0],
+    ...                      "censored": "below", "per_seed": [0.25, 1.5], "per_seed_censored": ["below", ""],
+    ...                      "censored_share": {"below": 0.4, "above": 0.0}})
+    ['500', '50.0', 'at most the smallest budget', '<=0.25 [<=0.25, 2.00]', '<=0.25 / 1.50']
+    """
     labels = {"above": "more than tried", "below": "at most the smallest budget"}.get(v["censored"], f"{v['orm_labels']:,.0f}")
-    return [f"{int(budget):,}", points(v["prm_accuracy"]), labels, ratio_interval(v),
-            " / ".join(ratio(x) for x in v["per_seed"])]
+    flags = v.get("per_seed_censored") or [""] * len(v["per_seed"])
+
+    def bound(x: float, flag: str) -> str:
+        return f"<={ratio(x)}" if flag == "below" else ratio(x)
+
+    low_censored = (v.get("censored_share") or {}).get("below", 0.0) > 0.025  # the CI's lower end is a bound
+    factor = (f"{bound(v['factor'], v['censored'])} [{bound(v['ci95'][0], 'below' if low_censored else '')}, "
+              f"{ratio(v['ci95'][1])}]")
+    return [f"{int(budget):,}", points(v["prm_accuracy"]), labels, factor,
+            " / ".join(bound(x, f) for x, f in zip(v["per_seed"], flags))]
 
 
 def efficiency_text(summary: dict) -> str:
@@ -526,7 +557,8 @@ def _ends(summary: dict) -> list[str]:
             f"ORM {interval(lead['orm'], True)} points)")]
     for k in KINDS:
         g = summary["top_gain"][k]
-        state = "saturated: its CI covers 0" if g["ci95"][0] <= 0 <= g["ci95"][1] else "not saturated"
+        state = ("saturated: its CI covers 0" if g["ci95"][0] <= 0 <= g["ci95"][1]
+                 else "it falls: its CI is below 0" if g["ci95"][1] < 0 else "not saturated")
         out.append(f"from {before:,} to {last:,} labels the {STYLE[k][1].split()[0]} gains {interval(g, True)} points "
                    f"({state})")
     return out

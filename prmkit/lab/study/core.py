@@ -58,6 +58,17 @@ def with_passes(cfg, passes: float, labels: int):
     return with_rm_steps(cfg, max(cfg.rm.max_steps, math.ceil(passes * labels / cfg.rm.batch_size)))
 
 
+RM_PROTOCOL_FIELDS = ("max_steps", "batch_size", "lr", "new_lr", "restarts", "eval_fraction", "eval_every",
+                      "early_stop_patience", "early_stop_min_steps")
+"""What a study's summary records of how its reward models train (``summary["rm"]``: the recipe, not the data)."""
+
+
+def rm_protocol(rm) -> dict:
+    """The fields of a reward-model recipe (``cfg.rm``) that say how it trains: its steps, learning rates,
+    restarts and early stopping (:data:`RM_PROTOCOL_FIELDS`), for a summary and the pages that describe it."""
+    return {name: getattr(rm, name) for name in RM_PROTOCOL_FIELDS}
+
+
 def with_restarts(cfg, steps: int, restarts: int):
     """``cfg`` whose reward models train ``steps`` optimiser steps (:func:`with_rm_steps`), ``restarts`` times with
     the best kept on a held-out tenth of their own labels (:mod:`prmkit.train.restarts`): a study's guard
@@ -223,6 +234,7 @@ __all__ = [
     "labelled_pool",
     "log_fit",
     "mean_ci",
+    "rm_protocol",
     "slope_ratio",
     "solution_column",
     "solution_scores",

@@ -259,6 +259,7 @@ def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progr
               command: str = "", log=print, device: str = "auto") -> dict:
     """Run ``study`` for ``seeds`` into ``RUN_DIR/study-<name>/``; return its summary (also ``summary.json``)."""
     from prmkit.lab.jobs import Runner, init_worker
+    from prmkit.lab.study.core import rm_protocol
     from prmkit.stack import run_record
 
     record = run_record(study.packages)  # the code as it starts: a commit made while it runs is not its source
@@ -278,7 +279,7 @@ def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progr
     t = time.perf_counter()
     summary = study.summarise(cfg, list(seeds), root)
     runner.timings["evaluate"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
-    summary.update(timings=runner.timings, **record, command=command,
+    summary.update(timings=runner.timings, **record, command=command, rm=rm_protocol(cfg.rm),
                    total_wall_seconds=round(time.perf_counter() - start, 1))
     study.write_pages(root, cfg, summary, command)
     write_json(root / "summary.json", summary)

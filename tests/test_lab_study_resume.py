@@ -19,9 +19,9 @@ TINY = ["--set", "budget.budgets=64,128", "--set", "budget.rm_steps=60", "--set"
 """The budget study at a size where one reward model trains for some seconds, checkpointing as it goes."""
 
 
-def command(out: Path) -> list[str]:
+def command(out: Path, workers: int = 1) -> list[str]:
     return [sys.executable, "-m", "prmkit", "lab", "study", "budget", "--preset", "quick", "--seeds", "0",
-            *TINY, "--out-dir", str(out), "--workers", "1", "--no-progress"]
+            *TINY, "--out-dir", str(out), "--workers", str(workers), "--no-progress"]
 
 
 def wait_for(condition, proc, timeout: float = 600.0) -> None:
@@ -34,21 +34,41 @@ def wait_for(condition, proc, timeout: float = 600.0) -> None:
         time.sleep(0.2)
 
 
+def alive(group: int) -> list[int]:
+    """The processes of session ``group`` still running (zombies are gone)."""
+    out = subprocess.run(["ps", "-e", "-o", "pid=,sid=,stat="], check=False, capture_output=True, text=True).stdout.split()
+    return [int(pid) for pid, sid, stat in zip(out[::3], out[1::3], out[2::3]) if int(sid) == group and "Z" not in stat]
+
+
 @pytest.mark.slow
-def test_a_study_killed_while_a_model_trains_resumes_where_it_stopped(tmp_path, lab_cache):
+@pytest.mark.parametrize("how", ["SIGKILL, every process", "SIGTERM, the command alone, its workers training"])
+def test_a_study_killed_while_a_model_trains_resumes_where_it_stopped(tmp_path, lab_cache, how):
+    """SIGKILL of the whole group, as a crash; SIGTERM of the command alone, as ``kill`` or a scheduler sends it:
+    the command stops its workers at once and exits (before, it waited while they trained to the end, and a run
+    that seemed gone went on writing into its folder)."""
     env = {**os.environ, "PRMKIT_CACHE": str(lab_cache)}
     root = tmp_path / "study-budget" / "seed-0"
     log = open(tmp_path / "first.log", "w")
-    proc = subprocess.Popen(command(tmp_path), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    term = how.startswith("SIGTERM")
+    proc = subprocess.Popen(command(tmp_path, 2 if term else 1), env=env, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True)
     try:
         def training_checkpointed() -> bool:  # a reward model's partial folder holds a complete checkpoint
             return any(root.glob(".rm-*.part/**/checkpoints/step-*/COMPLETE"))
 
         wait_for(training_checkpointed, proc)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=60)
+        if term:
+            os.kill(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=30)  # its models had most of their 60 steps left
+            deadline = time.monotonic() + 15
+            while alive(proc.pid) and time.monotonic() < deadline:
+                time.sleep(0.2)
+            assert not alive(proc.pid), "a worker outlived the command"
+        else:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=60)
     finally:
-        if proc.poll() is None:
+        if proc.poll() is None or alive(proc.pid):
             os.killpg(proc.pid, signal.SIGKILL)
     data_done = json.loads((root / "data" / "done.json").read_text())
     partial = [p.name for p in root.glob(".rm-*.part")]

@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import multiprocessing
 import os
 import shutil
 import sys
@@ -25,6 +26,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Self
 
 
 def key_of(*parts) -> str:
@@ -248,16 +250,30 @@ class Runner:
 
     def _executor(self):
         if self._pool is None:
-            import multiprocessing
-
             self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=init_pool_worker, initargs=(self.threads,))
         return self._pool
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(cancel_futures=True)  # after a failure, jobs not yet started never start
-            self._pool = None
+    def close(self, now: bool = False) -> None:
+        """Shut the workers down: jobs not yet started never start; the running ones finish (after a job's
+        failure their work is kept), or with ``now`` (the run was killed: SIGTERM, Ctrl-C) are stopped at once,
+        their partial folders left for a rerun to resume. Waiting instead kept a killed run's jobs training for
+        as long as they had left, writing into its folder after it seemed gone."""
+        if self._pool is None:
+            return
+        pool, self._pool = self._pool, None
+        pool.shutdown(wait=not now, cancel_futures=True)
+        if now:  # the pool's own processes (spawned by it, in this process): the only children a run starts
+            for child in multiprocessing.active_children():
+                child.terminate()
+            for child in multiprocessing.active_children():
+                child.join(timeout=10)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, kind, error, trace) -> None:
+        self.close(now=kind is not None and issubclass(kind, (KeyboardInterrupt, SystemExit)))
 
 
 __all__ = ["Node", "Runner", "expect_done", "finished", "init_pool_worker", "init_worker", "is_done", "key_of",

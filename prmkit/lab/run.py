@@ -518,12 +518,9 @@ def run_lab(cfg: LabConfig, seeds: list[int], run_dir: str | os.PathLike, jobs: 
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=2, default=str) + "\n")
-    runner = Runner(jobs=jobs, threads=threads, progress=progress, log=log)
     start = time.perf_counter()
-    try:
+    with Runner(jobs=jobs, threads=threads, progress=progress, log=log) as runner:
         runner.graph(lab_nodes(cfg, seeds, run_dir, progress, jobs, device))
-    finally:
-        runner.close()
     from prmkit.lab.report import write_lab_report
 
     t = time.perf_counter()

@@ -269,13 +269,10 @@ def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progr
     root.mkdir(parents=True, exist_ok=True)
     write_json(root / "config.json", dataclasses.asdict(cfg))
     ctx = Context(root, tuple(seeds), device, progress, progress and jobs == 1)
-    runner = Runner(jobs=jobs, progress=progress, log=log)
     start = time.perf_counter()
-    try:
+    with Runner(jobs=jobs, progress=progress, log=log) as runner:
         for name, stage in study.stages(cfg, ctx):
             runner.stage(name, [job.call() for job in stage])
-    finally:
-        runner.close()
     t = time.perf_counter()
     summary = study.summarise(cfg, list(seeds), root)
     runner.timings["evaluate"] = {"wall_seconds": round(time.perf_counter() - t, 1)}

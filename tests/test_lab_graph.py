@@ -190,3 +190,55 @@ def test_the_run_s_torch_threads_reach_training_in_every_job(toy_data, tmp_path)
     finally:
         runner.close()
     assert (seen["start"], seen["after"]) == (2, 2)
+
+
+def _fail_after_marking(out: Path, marker: str) -> dict:
+    """A job that fails, once it has left a mark that it ran."""
+    Path(marker).write_text("failing")
+    raise ValueError("this job fails")
+
+
+def _sleep(out: Path, seconds: float) -> dict:
+    time.sleep(seconds)
+    return {}
+
+
+KILLED_WHILE_WAITING = """
+import sys
+sys.path.insert(0, {tests!r})
+from pathlib import Path
+from prmkit.cli import sigterm_as_exit
+from prmkit.lab.jobs import Node, Runner
+from test_lab_graph import _fail_after_marking, _sleep
+
+tmp = Path({tmp!r})
+with sigterm_as_exit(), Runner(jobs=2, progress=False, log=print) as runner:
+    runner.graph([Node((str(tmp / "long"), "k-long", _sleep, 120.0), "s"),
+                  Node((str(tmp / "bad"), "k-bad", _fail_after_marking, str(tmp / "failed")), "s")])
+"""
+
+
+@pytest.mark.timeout(120)
+def test_a_kill_while_the_runner_waits_on_the_jobs_left_after_a_failure_stops_them(tmp_path):
+    """After one job fails the runner waits for the others (their work is kept); a SIGTERM meanwhile must stop
+    them and end the command, not leave it waiting on its workers for ever."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    script = KILLED_WHILE_WAITING.format(tests=str(Path(__file__).parent), tmp=str(tmp_path))
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "failed").exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.1)
+        time.sleep(1.0)  # the failure reaches the runner, which now waits for the long job
+        assert proc.poll() is None, proc.communicate()[0]
+        os.kill(proc.pid, signal.SIGTERM)
+        assert proc.wait(timeout=20) == 143, proc.communicate()[0]
+        assert (tmp_path / ".long.part").is_dir()  # the stopped job's partial folder, for a rerun
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)

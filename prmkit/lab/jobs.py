@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import multiprocessing
 import os
 import shutil
 import sys
@@ -142,6 +141,18 @@ def finished(folder: str, key: str, stage: str) -> Node:
     return Node((folder, key, expect_done), stage)
 
 
+def stop_processes(processes, grace: float = 10.0) -> None:
+    """Terminate ``processes`` (SIGTERM), then kill any still alive after ``grace`` seconds."""
+    for process in processes:
+        process.terminate()
+    deadline = time.monotonic() + grace
+    for process in processes:
+        process.join(timeout=max(0.0, deadline - time.monotonic()))
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+
 @dataclass
 class Runner:
     """Runs a stage's jobs (in ``jobs`` processes) and keeps the wall time of every stage."""
@@ -250,6 +261,8 @@ class Runner:
 
     def _executor(self):
         if self._pool is None:
+            import multiprocessing
+
             self._pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
                                              initializer=init_pool_worker, initargs=(self.threads,))
         return self._pool
@@ -257,17 +270,23 @@ class Runner:
     def close(self, now: bool = False) -> None:
         """Shut the workers down: jobs not yet started never start; the running ones finish (after a job's
         failure their work is kept), or with ``now`` (the run was killed: SIGTERM, Ctrl-C) are stopped at once,
-        their partial folders left for a rerun to resume. Waiting instead kept a killed run's jobs training for
-        as long as they had left, writing into its folder after it seemed gone."""
+        their partial folders left for a rerun to resume. A kill that arrives while this waits stops them too.
+        Waiting on a killed run's jobs kept them training for as long as they had left, writing into its folder
+        after it seemed gone."""
         if self._pool is None:
             return
         pool, self._pool = self._pool, None
-        pool.shutdown(wait=not now, cancel_futures=True)
-        if now:  # the pool's own processes (spawned by it, in this process): the only children a run starts
-            for child in multiprocessing.active_children():
-                child.terminate()
-            for child in multiprocessing.active_children():
-                child.join(timeout=10)
+        # the pool's own processes, read before a shutdown forgets them: a library caller's other children are
+        # not this runner's to stop (concurrent.futures keeps no public list of them)
+        workers = list((getattr(pool, "_processes", None) or {}).values())
+        try:
+            pool.shutdown(wait=not now, cancel_futures=True)
+        except BaseException:  # killed while waiting: left alone, the pool's exit would wait on its workers for ever
+            now = True
+            raise
+        finally:
+            if now:
+                stop_processes(workers)
 
     def __enter__(self) -> Self:
         return self
@@ -276,5 +295,15 @@ class Runner:
         self.close(now=kind is not None and issubclass(kind, (KeyboardInterrupt, SystemExit)))
 
 
-__all__ = ["Node", "Runner", "expect_done", "finished", "init_pool_worker", "init_worker", "is_done", "key_of",
-           "run_job"]
+__all__ = [
+    "Node",
+    "Runner",
+    "expect_done",
+    "finished",
+    "init_pool_worker",
+    "init_worker",
+    "is_done",
+    "key_of",
+    "run_job",
+    "stop_processes",
+]

@@ -168,9 +168,7 @@ class Sampler:
         self.skip = {i for i in (tokenizer.pad_token_id, tokenizer.bos_token_id, *self.eos) if i is not None}
         self._pieces: dict[int, str] = {}
         self.own_loop = own_loop_fits(model)
-        takes = inspect.signature(model.forward).parameters
-        self._keep = {"logits_to_keep": 1} if "logits_to_keep" in takes else {}
-        self._positions = "position_ids" in takes
+        self._keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
 
     @classmethod
     def load(cls, folder: str, device: str = "auto", end: str = "\n") -> Sampler:
@@ -242,36 +240,30 @@ class Sampler:
 
     def _decode(self, ids, mask, noise, stop: RowStops, max_new_tokens: int):
         """The new tokens of every row, ``[rows, tokens]``: transformers' greedy ``generate`` loop (the noise makes
-        its argmax a sample) with nothing else, and the same tokens (tests compare them, a left-padded batch in
-        float32 and bfloat16 included): the prompt through the model with a fresh dynamic cache, then one token a
-        step, until every row has ended or the budget is spent. As ``generate`` does, positions count a row's own
-        tokens (``cumsum(mask) - 1``, so a left-padded row starts at 0), a mask of all ones is left out, and a row
-        that has ended is fed the pad token. ``generate`` spends about as long again as the forward passes of a
-        small model on its own bookkeeping (``bench/bench_search_overhead.py``)."""
+        its argmax a sample) with nothing else, and the same tokens (a test compares them): the prompt through
+        the model with a fresh dynamic cache, then one token a step, with the attention mask grown by one and,
+        after a row has ended, the pad token in its place, until every row has ended or the budget is spent.
+        ``generate`` spends about as long again as the forward passes of a small model on its own bookkeeping
+        (``bench/bench_search_overhead.py``)."""
         import torch
         import transformers
 
         cache = transformers.DynamicCache(config=self.model.config.get_text_config(decoder=True))
-        pos = (mask.cumsum(-1) - 1).masked_fill(mask == 0, 0) if self._positions else None
-        mask = None if bool((mask == 1).all()) else mask
         step_ids, new = ids, []
         going = torch.ones(ids.shape[0], dtype=torch.long, device=ids.device)
         for _ in range(max_new_tokens):
-            extra = {"position_ids": pos} if pos is not None else {}
             logits = self.model(input_ids=step_ids, attention_mask=mask, cache=cache, use_cache=True,
-                                return_dict=True, **extra, **self._keep).logits
+                                return_dict=True, **self._keep).logits
             scores = logits[:, -1].to(copy=True, dtype=torch.float32)
             token = (noise(None, scores) if noise else scores).argmax(dim=-1)
-            if self.pad is not None:
-                token = token * going + self.pad * (1 - going)
+            token = token * going + self.pad * (1 - going)
             new.append(token)
+            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
             ended = stop.feed(token.tolist())
             if all(ended):
                 break
             going = torch.tensor([not e for e in ended], dtype=torch.long, device=ids.device)
             step_ids = token[:, None]
-            mask = None if mask is None else torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
-            pos = None if pos is None else pos[:, -1:] + 1
         return torch.stack(new, dim=1) if new else ids[:, :0]
 
     def decode(self, ids: list[int]) -> str:
@@ -281,16 +273,12 @@ class Sampler:
 def own_loop_fits(model) -> bool:
     """Whether :meth:`Sampler._decode` samples what transformers' ``generate`` would for ``model``: a decoder-only
     model whose inputs are prepared by ``generate``'s default (no override of its own: positions, masks or extra
-    inputs would differ), that takes a dynamic ``cache``, and whose experts (if any) do not run on ``grouped_mm``
-    (``generate`` switches those to ``batched_mm`` for decoding on a GPU). Any other model samples through
-    ``generate``."""
+    inputs would differ) and that takes a dynamic ``cache``. Any other model samples through ``generate``."""
     from transformers.generation.utils import GenerationMixin
 
     default = getattr(type(model), "prepare_inputs_for_generation", None) is GenerationMixin.prepare_inputs_for_generation
-    experts = getattr(model, "get_experts_implementation", None)
-    switched = experts is not None and "grouped_mm" in experts().values()
     return (default and not getattr(model.config, "is_encoder_decoder", False)
-            and "cache" in inspect.signature(model.forward).parameters and not switched)
+            and "cache" in inspect.signature(model.forward).parameters)
 
 
 def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:

@@ -76,35 +76,6 @@ def test_noise_in_blocks_with_no_draws_after_a_row_ends_gives_the_samples_of_one
     assert len({s.tokens for per in before for s in per}) > 2 and max(refills) > 0
 
 
-@pytest.mark.parametrize("sampling", [{"temperature": 1.0}, {"temperature": 0.7, "top_p": 0.9}, {"temperature": 0}])
-def test_the_own_decoding_loop_samples_what_transformers_generate_samples(lm_dir, sampling):
-    """Rows of different prompt lengths (left padding), ending at different tokens, by stop, EOS or the budget."""
-    backend = HFBackend.from_config(GenerateConfig(model=str(lm_dir), n=4, max_new_tokens=30, stop=["1"], batch_size=16,
-                                                   **sampling))
-    assert backend.sampler.own_loop  # a Llama: generate's default input preparation
-    ours = [(s.text, s.tokens, s.finish_reason) for per in backend.generate(PROBLEMS, 4) for s in per]
-    backend.sampler.own_loop = False
-    theirs = [(s.text, s.tokens, s.finish_reason) for per in backend.generate(PROBLEMS, 4) for s in per]
-    assert ours == theirs
-    if sampling["temperature"]:  # greedy rows of one problem are alike, and this model's run to the budget
-        assert len({reason for *_, reason in ours}) == 2 and len({tokens for _, tokens, _ in ours}) > 3
-
-
-def test_a_model_that_prepares_its_own_inputs_samples_through_generate(lm_dir):
-    import transformers
-
-    from prmkit.generate.hf import own_loop_fits
-
-    model = transformers.AutoModelForCausalLM.from_pretrained(lm_dir)
-    assert own_loop_fits(model)
-
-    class OwnInputs(type(model)):
-        def prepare_inputs_for_generation(self, *args, **kwargs):
-            return super().prepare_inputs_for_generation(*args, **kwargs)
-
-    assert not own_loop_fits(OwnInputs(model.config))
-
-
 @pytest.mark.parametrize("width", [7, 300, 1058, 4096])
 def test_one_cpu_draw_of_several_tokens_is_the_draws_of_one_token_each(width):
     import torch

@@ -17,7 +17,6 @@ splits ``# Answer``.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
 
 from prmkit.generate.backend import Backend, Sample, problem_key, sample_seed
@@ -139,15 +138,12 @@ class RowStops:
     def __call__(self, input_ids, scores, **kwargs):
         import torch
 
-        return torch.tensor(self.feed(input_ids[:, -1].tolist()), device=input_ids.device)
-
-    def feed(self, last: list[int]) -> list[bool]:
-        """Each row's newest token; per row, whether its sample has ended (now or before)."""
         self.steps += 1
+        last = input_ids[:, -1].tolist()
         for r, tok in enumerate(last):
             if self.ends[r] is None and (tok in self.sampler.eos or self.rows[r].feed(self.sampler.piece(tok))):
                 self.ends[r] = self.steps - (tok in self.sampler.eos)
-        return [e is not None for e in self.ends]
+        return torch.tensor([e is not None for e in self.ends], device=input_ids.device)
 
 
 class Sampler:
@@ -167,8 +163,6 @@ class Sampler:
                                                                 do_sample=False)
         self.skip = {i for i in (tokenizer.pad_token_id, tokenizer.bos_token_id, *self.eos) if i is not None}
         self._pieces: dict[int, str] = {}
-        self.own_loop = own_loop_fits(model)
-        self._keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
 
     @classmethod
     def load(cls, folder: str, device: str = "auto", end: str = "\n") -> Sampler:
@@ -222,63 +216,21 @@ class Sampler:
         ids = torch.tensor([[self.pad] * (width - len(p)) + p for p in prompts], device=self.device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.device)
         stop = RowStops(self, len(prompts), list(stops))
-        noise = None if sampling.temperature == 0 else RowNoise(seeds, sampling, done=stop.ends)
+        processors = [] if sampling.temperature == 0 else [RowNoise(seeds, sampling, done=stop.ends)]
+        config = transformers.GenerationConfig(do_sample=False, max_new_tokens=sampling.max_new_tokens,
+                                               pad_token_id=self.pad, eos_token_id=sorted(self.eos))
         with torch.no_grad():
-            if self.own_loop:
-                out = self._decode(ids, mask, noise, stop, sampling.max_new_tokens)
-            else:
-                config = transformers.GenerationConfig(do_sample=False, max_new_tokens=sampling.max_new_tokens,
-                                                       pad_token_id=self.pad, eos_token_id=sorted(self.eos))
-                out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
-                                          logits_processor=transformers.LogitsProcessorList([noise] if noise else []),
-                                          stopping_criteria=transformers.StoppingCriteriaList([stop]))[:, width:]
+            out = self.model.generate(input_ids=ids, attention_mask=mask, generation_config=config,
+                                      logits_processor=transformers.LogitsProcessorList(processors),
+                                      stopping_criteria=transformers.StoppingCriteriaList([stop]))
         rows = []
-        for r, row in enumerate(out.tolist()):
-            end = stop.ends[r]
-            rows.append((row[:end], "stop") if end is not None else (row, "length"))
+        for r, row in enumerate(out):
+            new, end = row[width:].tolist(), stop.ends[r]
+            rows.append((new[:end], "stop") if end is not None else (new, "length"))
         return rows
-
-    def _decode(self, ids, mask, noise, stop: RowStops, max_new_tokens: int):
-        """The new tokens of every row, ``[rows, tokens]``: transformers' greedy ``generate`` loop (the noise makes
-        its argmax a sample) with nothing else, and the same tokens (a test compares them): the prompt through
-        the model with a fresh dynamic cache, then one token a step, with the attention mask grown by one and,
-        after a row has ended, the pad token in its place, until every row has ended or the budget is spent.
-        ``generate`` spends about as long again as the forward passes of a small model on its own bookkeeping
-        (``bench/bench_search_overhead.py``)."""
-        import torch
-        import transformers
-
-        cache = transformers.DynamicCache(config=self.model.config.get_text_config(decoder=True))
-        step_ids, new = ids, []
-        going = torch.ones(ids.shape[0], dtype=torch.long, device=ids.device)
-        for _ in range(max_new_tokens):
-            logits = self.model(input_ids=step_ids, attention_mask=mask, cache=cache, use_cache=True,
-                                return_dict=True, **self._keep).logits
-            scores = logits[:, -1].to(copy=True, dtype=torch.float32)
-            token = (noise(None, scores) if noise else scores).argmax(dim=-1)
-            token = token * going + self.pad * (1 - going)
-            new.append(token)
-            mask = torch.cat([mask, mask.new_ones((mask.shape[0], 1))], dim=-1)
-            ended = stop.feed(token.tolist())
-            if all(ended):
-                break
-            going = torch.tensor([not e for e in ended], dtype=torch.long, device=ids.device)
-            step_ids = token[:, None]
-        return torch.stack(new, dim=1) if new else ids[:, :0]
 
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode([i for i in ids if i not in self.skip], skip_special_tokens=False)
-
-
-def own_loop_fits(model) -> bool:
-    """Whether :meth:`Sampler._decode` samples what transformers' ``generate`` would for ``model``: a decoder-only
-    model whose inputs are prepared by ``generate``'s default (no override of its own: positions, masks or extra
-    inputs would differ) and that takes a dynamic ``cache``. Any other model samples through ``generate``."""
-    from transformers.generation.utils import GenerationMixin
-
-    default = getattr(type(model), "prepare_inputs_for_generation", None) is GenerationMixin.prepare_inputs_for_generation
-    return (default and not getattr(model.config, "is_encoder_decoder", False)
-            and "cache" in inspect.signature(model.forward).parameters)
 
 
 def cut_at_stop(text: str, stops: list[str]) -> tuple[str, bool]:

@@ -73,27 +73,36 @@ def equivalent_labels(labels, prm_curve, orm_curve) -> list[float]:
     return [float(math.exp(min((c_p + s_p * math.log(b) - c_o) / s_o, 700.0))) for b in labels]
 
 
-def equivalence(labels, prm: np.ndarray, orm: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
-    """:func:`equivalent_labels` of the seed- and problem-mean curves, each over its budget, with 95%
-    bootstrap intervals (seeds, then problems within each seed: the resampling of ``slope_ratio``).
-
-    ``prm`` and ``orm`` are ``[seeds, budgets, problems]`` per-problem accuracies.
-    """
+def resampled_factors(labels, prm: np.ndarray, orm: np.ndarray, reading, n_boot: int, seed: int):
+    """``reading(labels, prm_curve, orm_curve)`` over each budget, of the seed- and problem-mean curves (the point),
+    of ``n_boot`` bootstrap resamples (seeds, then problems within each seed: the resampling of ``slope_ratio``) and
+    of each seed's curves: ``(point, boots [n_boot, budgets], per_seed)``, ``labels`` as floats."""
     prm, orm = np.asarray(prm, float), np.asarray(orm, float)
-    labels = [float(b) for b in labels]
-    point = np.array(equivalent_labels(labels, prm.mean(axis=(0, 2)), orm.mean(axis=(0, 2)))) / labels
+
+    def factors(p, o):
+        return np.array(reading(labels, p, o)) / labels
+
+    point = factors(prm.mean(axis=(0, 2)), orm.mean(axis=(0, 2)))
     rng = np.random.default_rng(seed)
     n_seeds, _, n_problems = prm.shape
     boots = np.empty((n_boot, len(labels)))
     for b in range(n_boot):
         seeds = rng.integers(0, n_seeds, n_seeds)
         picks = rng.integers(0, n_problems, (n_seeds, n_problems))
-        p = np.mean([prm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2))
-        o = np.mean([orm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2))
-        boots[b] = np.array(equivalent_labels(labels, p, o)) / labels
+        boots[b] = factors(np.mean([prm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2)),
+                           np.mean([orm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2)))
+    return point, boots, [factors(prm[s].mean(axis=1), orm[s].mean(axis=1)) for s in range(n_seeds)]
+
+
+def equivalence(labels, prm: np.ndarray, orm: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
+    """:func:`equivalent_labels` of the seed- and problem-mean curves, each over its budget, with 95%
+    bootstrap intervals (:func:`resampled_factors`).
+
+    ``prm`` and ``orm`` are ``[seeds, budgets, problems]`` per-problem accuracies.
+    """
+    labels = [float(b) for b in labels]
+    point, boots, per_seed = resampled_factors(labels, prm, orm, equivalent_labels, n_boot, seed)
     lo, hi = np.quantile(boots, [0.025, 0.975], axis=0, method="inverted_cdf")
-    per_seed = [np.array(equivalent_labels(labels, prm[s].mean(axis=1), orm[s].mean(axis=1))) / labels
-                for s in range(n_seeds)]
     return {str(int(b)): {"orm_labels": float(point[j] * b), "factor": float(point[j]),
                           "ci95": [float(lo[j]), float(hi[j])], "per_seed": [float(x[j]) for x in per_seed],
                           "extrapolated": not min(labels) * (1 - 1e-9) <= point[j] * b <= max(labels) * (1 + 1e-9)}
@@ -131,26 +140,13 @@ def matched_labels(labels, prm_curve, orm_curve) -> list[float]:
 def matched(labels, prm: np.ndarray, orm: np.ndarray, n_boot: int = 2000, seed: int = 0) -> dict:
     """:func:`matched_labels` of the seed- and problem-mean curves, over each budget (the factor: how many times
     the PRM's labels the ORM needs for its accuracy), with 95% bootstrap intervals (seeds, then problems within
-    each seed, as :func:`equivalence`). ``censored``: ``below`` where the ORM matched at the smallest budget
+    each seed: :func:`resampled_factors`). ``censored``: ``below`` where the ORM matched at the smallest budget
     already (the factor is at most that), ``above`` where it never matched (more than the largest over the budget).
     """
-    prm, orm = np.asarray(prm, float), np.asarray(orm, float)
+    prm = np.asarray(prm, float)
     labels = [float(b) for b in labels]
-
-    def factors(p, o):
-        return np.array(matched_labels(labels, p, o)) / labels
-
-    point = factors(prm.mean(axis=(0, 2)), orm.mean(axis=(0, 2)))
-    rng = np.random.default_rng(seed)
-    n_seeds, _, n_problems = prm.shape
-    boots = np.empty((n_boot, len(labels)))
-    for b in range(n_boot):
-        seeds = rng.integers(0, n_seeds, n_seeds)
-        picks = rng.integers(0, n_problems, (n_seeds, n_problems))
-        boots[b] = factors(np.mean([prm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2)),
-                           np.mean([orm[s][:, i] for s, i in zip(seeds, picks)], axis=(0, 2)))
+    point, boots, per_seed = resampled_factors(labels, prm, orm, matched_labels, n_boot, seed)
     lo, hi = np.quantile(boots, [0.025, 0.975], axis=0, method="inverted_cdf")
-    per_seed = [factors(prm[s].mean(axis=1), orm[s].mean(axis=1)) for s in range(n_seeds)]
     floor = np.array([labels[0] / b for b in labels]) * (1 + 1e-9)  # a factor at it: matched at the smallest budget
     below, above = (boots <= floor).mean(axis=0), (~np.isfinite(boots)).mean(axis=0)
 
@@ -592,6 +588,7 @@ __all__ = [
     "matched_labels",
     "model_aurocs",
     "plot_curve",
+    "resampled_factors",
     "section_html",
     "seed_accuracy",
     "study_config",

@@ -238,8 +238,8 @@ class RewardModel(Seeded):
     def work(self) -> float:
         """The optimiser steps ``--plan`` expects it to train: its cap (raised by passes over its labels), or under
         early stopping the first step it may stop at (the floor, then ``patience`` evaluations without a better
-        one), where that comes first: a model of 8,000 labels under a raised cap of 2,400 steps stopped at 325 on
-        the development seeds, near its floor, not near its cap."""
+        one), where that comes first: the development run's models of 8,000 labels stopped near their floor, far
+        below the cap that passes raised."""
         from prmkit.lab.arms import recipe_for
 
         rm = recipe_for(self.cfg.rm, self.budget)
@@ -344,7 +344,7 @@ def summarise(cfg: LabConfig, seeds: list[int], root: Path) -> dict:
     summary["per_seed"] = {str(s): {k: [float(x) for x in per_seed[s][k].mean(axis=1)] for k in per_seed[s]}
                            for s in seeds}
     aurocs = {s: model_aurocs(cfg, sd[s]) for s in seeds}
-    summary["auroc"] = {k: {str(b): [aurocs[s][k][j] for s in seeds] for j, b in enumerate(b.budgets)} for k in KINDS}
+    summary["auroc"] = {k: {str(n): [aurocs[s][k][j] for s in seeds] for j, n in enumerate(b.budgets)} for k in KINDS}
     summary["job_seconds"] = _job_seconds(sd)
     return summary
 

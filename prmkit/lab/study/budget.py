@@ -561,12 +561,15 @@ def _ends(summary: dict) -> list[str]:
 
 
 def _weak_models(summary: dict) -> list[str]:
-    """Every PRM below the lab's 0.9 step-AUROC floor, with its number, where the summary has AUROCs."""
+    """Every PRM below the lab's step-AUROC floor (:data:`prmkit.lab.targets.FLOOR`), with its number, where the
+    summary has AUROCs."""
+    from prmkit.lab.targets import FLOOR
+
     if "auroc" not in summary:
         return []
     weak = [f"{int(b):,} labels, seed {s} ({x:.3f})" for b, xs in summary["auroc"]["prm"].items()
-            for s, x in zip(summary["seeds"], xs) if not x >= 0.9]
-    return [f"PRMs below 0.9 step AUROC: {', '.join(weak)}" if weak else "every PRM at or above 0.9 step AUROC"]
+            for s, x in zip(summary["seeds"], xs) if not x >= FLOOR]
+    return [f"PRMs below {FLOOR} step AUROC: {', '.join(weak)}" if weak else f"every PRM at or above {FLOOR} step AUROC"]
 
 
 write_pages = functools.partial(write_study_outputs, name=NAME, plot=plot_curve, section_html=section_html)

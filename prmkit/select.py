@@ -82,6 +82,9 @@ class SelectConfig:
     wrong_grades: tuple[str, ...] = field(default=WRONG_GRADES, metadata={
         "help": "convincing_wrong_answer: the grades that count as a wrong answer (a solution with no answer is "
                 "incorrect; add unparseable to count those the grader could not decide as wrong too)"})
+    answered_only: bool = field(default=False, metadata={
+        "help": "convincing_wrong_answer: a wrong answer must be an answer (the paper's wrong-answer solutions): "
+                "a solution cut off before its answer is not counted wrong; needs the records' extracted answer"})
     seed: int = field(default=0, metadata={"help": "seed of the random generator (only random draws from it)"})
 
     def __post_init__(self):
@@ -165,17 +168,29 @@ def missing_score_message(candidates: list[Solution], missing: list[int], column
     return text
 
 
-def wrong_answers(candidates: list[Solution], grades: tuple[str, ...] = WRONG_GRADES) -> list[bool]:
-    """Whether each candidate's final answer fails the check (its grade is one of ``grades``).
+def wrong_answers(candidates: list[Solution], grades: tuple[str, ...] = WRONG_GRADES,
+                  answered_only: bool = False) -> list[bool]:
+    """Whether each candidate's final answer fails the check (its grade is one of ``grades``; with
+    ``answered_only``, and it has an extracted ``answer``).
 
-    A candidate with no grade is an error, never a guess: grade the pool first.
+    A candidate with no grade is an error, never a guess: grade the pool first. So is ``answered_only`` on a
+    pool where no candidate has an extracted answer (answers never extracted, not a pool of cut-off
+    solutions): every wrong answer would silently count as right.
+
+    >>> pool = [Solution.from_steps("q", ["x"], grade="incorrect", answer=a) for a in ("3", None)]
+    >>> wrong_answers(pool), wrong_answers(pool, answered_only=True)
+    ([True, True], [True, False])
     """
     out = []
     for i, s in enumerate(candidates):
         if s.grade is None:
             raise SelectionError(f"{_name(i, s)} has no grade; convincing_wrong_answer needs every "
                                  "candidate graded (correct, incorrect or unparseable)")
-        out.append(s.grade in grades)
+        out.append(s.grade in grades and (s.answer is not None or not answered_only))
+    if answered_only and candidates and all(s.answer is None for s in candidates):
+        raise SelectionError(f"answered_only: none of the {len(candidates)} candidates has an extracted answer "
+                             "(the records' answer field); extract answers first, or count unanswered solutions "
+                             "as wrong (answered_only false)")
     return out
 
 
@@ -275,11 +290,13 @@ def random_sample(candidates: list[Solution], k: int, rng: Random, *, per_proble
 
 def convincing_wrong_answer(candidates: list[Solution], k: int, rng: Random | None = None, *,
                             score: str | None = None, wrong_share: float = 0.8,
-                            per_problem: bool = False, wrong_grades: tuple[str, ...] = WRONG_GRADES) -> list[Solution]:
+                            per_problem: bool = False, wrong_grades: tuple[str, ...] = WRONG_GRADES,
+                            answered_only: bool = False) -> list[Solution]:
     """The paper's active-learning mix: most convincing wrong answers, then the most convincing of the rest.
 
     Of the ``k`` (per problem, or in all), a share ``wrong_share`` are the highest-scored wrong-answer
-    samples (grade in ``wrong_grades``, by default :data:`WRONG_GRADES`) and the others the
+    samples (grade in ``wrong_grades``, by default :data:`WRONG_GRADES`; with ``answered_only``, only those
+    with an answer: :func:`wrong_answers`) and the others the
     highest-scored of all samples that remain (which may hold further wrong answers, as in the paper).
     Per problem, the share holds over all problems together (:func:`wrong_quotas`): at ``k = 1`` and
     0.8, 80% of the problems give their most convincing wrong answer and 20% their most convincing
@@ -296,7 +313,7 @@ def convincing_wrong_answer(candidates: list[Solution], k: int, rng: Random | No
     if not 0.0 <= wrong_share <= 1.0:
         raise ValueError(f"wrong_share must be in [0, 1], not {wrong_share}")
     keys = scores_of(candidates, score)
-    wrong = wrong_answers(candidates, check_wrong_grades(wrong_grades))
+    wrong = wrong_answers(candidates, check_wrong_grades(wrong_grades), answered_only)
     chosen = []
     groups = _groups(candidates, per_problem)
     for g, quota in zip(groups, wrong_quotas(groups, wrong, keys, k, wrong_share)):
@@ -317,7 +334,8 @@ def select(candidates: list[Solution], config: SelectConfig, rng: Random | None 
         return random_sample(candidates, c.k, rng, per_problem=c.per_problem)
     if c.strategy == "convincing_wrong_answer":
         return convincing_wrong_answer(candidates, c.k, rng, score=c.score, wrong_share=c.wrong_share,
-                                       per_problem=c.per_problem, wrong_grades=c.wrong_grades)
+                                       per_problem=c.per_problem, wrong_grades=c.wrong_grades,
+                                       answered_only=c.answered_only)
     fn = {"top_k": top_k, "uncertainty": uncertainty}[c.strategy]
     return fn(candidates, c.k, rng, score=c.score, per_problem=c.per_problem)
 

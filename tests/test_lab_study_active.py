@@ -19,7 +19,8 @@ from prmkit.lab.study.active import (
     choose,
     equivalent_labels,
     model_plans,
-    rm_config,
+    rm_recipe,
+    selection_effect,
     set_stats,
     take_uniform,
     uniform_orders,
@@ -75,9 +76,59 @@ def test_config_rejects_what_cannot_run():
 
 def test_every_prm_gets_at_least_rm_epochs_passes_over_its_labels():
     cfg = study_preset("active", "default")  # 300 steps of 32, 8 passes
-    assert [rm_config(cfg, n).rm.max_steps for n in (0, 500, 1200, 1201, 2000)] == [300, 300, 300, 301, 500]
-    assert rm_config(cfg.replace({"active.rm_epochs": 0}), 2000).rm.max_steps == 300
-    assert rm_config(cfg.replace({"active.rm_steps": 80}), 200).rm.max_steps == 80
+    assert [rm_recipe(cfg, n).max_steps for n in (0, 500, 1200, 1201, 2000)] == [300, 300, 300, 301, 500]
+    assert rm_recipe(cfg.replace({"active.rm_epochs": 0}), 2000).max_steps == 300
+    assert rm_recipe(cfg.replace({"active.rm_steps": 80}), 200).max_steps == 80
+
+
+def test_the_shared_validation_split_is_read_only_by_a_recipe_that_validates(tmp_path):
+    valid = tmp_path / "valid.jsonl.gz"
+    valid.write_bytes(b"")
+    study, lab = study_preset("active", "default"), study_preset("active", "default", rm_protocol="lab")
+    assert rm_recipe(study, 500, valid).eval_data is None  # the study's single runs hold nothing out
+    assert rm_recipe(lab, 500, valid).eval_data == str(valid)  # restarts and early stopping read the seed's split
+    assert rm_recipe(lab, 500, tmp_path / "absent.jsonl.gz").eval_data is None  # valid_problems 0: its own tenth
+    # the lab's early-stopped recipe: the cap raised to rm_epochs passes, the floor to one pass
+    big = rm_recipe(lab, 8000, valid)
+    assert (big.max_steps, big.early_stop_min_steps) == (2000, 250)
+
+
+def test_the_validation_problems_lie_past_the_candidates_and_no_arm_can_choose_them():
+    cfg = preset("quick")
+    cands = generate_pool(cfg, seed=0, split="train", problems=12, samples=2)
+    valid = generate_pool(cfg, seed=0, split="train", problems=15, samples=3, skip=12)
+    ids = [s.problem.id for s in valid]
+    assert len(set(ids)) == 3 and len(valid) == 9 and not set(ids) & {s.problem.id for s in cands}
+    longer = generate_pool(cfg, seed=0, split="train", problems=15, samples=3)
+    assert set(ids) == {s.problem.id for s in longer[-9:]}  # the same problems a longer pool would hold there
+
+
+def test_selection_effect_reads_each_weak_prm_against_its_uniform_sibling():
+    auroc = {"uniform-1": [0.95, 0.85], "uniform-2": [0.96, 0.97], "active-1": [0.70, 0.97],
+             "active-2": [0.80, 0.98], "gen-2": [0.60, 0.99]}
+    losses = {"uniform-1": [0.40, 0.60], "uniform-2": [0.38, 0.37], "active-1": [0.05, 0.30],
+              "active-2": [0.45, 0.20], "gen-2": [0.38, 0.3]}
+    e = selection_effect([1, 2], [10, 11], auroc, losses, floor=0.9)
+    readings = {(w["model"], w["seed"]): (w["reading"], w["sibling"]) for w in e["below_floor"]}
+    assert readings == {("uniform-1", 11): ("weak", None), ("active-1", 10): ("selection effect", "uniform-1"),
+                        ("active-2", 10): ("did not fit", "uniform-2"), ("gen-2", 10): ("selection effect", "uniform-2")}
+    d = {x["per_problem"]: x for x in e["auroc_difference"]}
+    assert d[1]["per_seed"] == pytest.approx([-0.25, 0.12]) and d[2]["mean"] == pytest.approx((-0.16 + 0.01) / 2)
+    assert d[1]["ci95"][0] <= d[1]["mean"] <= d[1]["ci95"][1]
+
+
+def test_a_plan_prices_a_model_by_the_steps_its_labels_expect():
+    from prmkit.lab.study.active import Data, Model
+    from prmkit.lab.study.protocol import Base
+
+    cfg = study_preset("active", "default", rm_protocol="lab").replace(
+        {"active.budgets": "1,16", "active.candidates": 32, "active.train_problems": 500})
+    base, data = Base("b", cfg), Data("d", cfg, 0)
+    small = Model("m1", cfg, 0, base, data, (("uniform", 1, None, True),), True)
+    big = Model("m16", cfg, 0, base, data, (("uniform", 1, None, False), ("active", 16, small, True)), False)
+    assert (small.labels, big.labels) == (500, 8000)
+    assert (small.plan_kind, big.plan_kind) == ("Selector", "Model")
+    assert small.work == 300 and big.work == 250 + 4 * 25  # early stopping: the floor of one pass, then patience
 
 
 def test_uniform_sets_are_nested_and_per_problem(candidates):
@@ -124,6 +175,10 @@ def test_set_stats_counts_what_the_selection_changes(candidates):
     assert stats["solutions"] == len(candidates)
     assert stats["wrong_answer"] == pytest.approx(np.mean([s.grade in WRONG_GRADES for s in candidates]))
     assert stats["wrong_step"] >= stats["wrong_answer"] - np.mean([s.answer is None for s in candidates]) - 1e-9
+    unanswered = np.mean([s.grade in WRONG_GRADES and s.answer is None for s in candidates])
+    assert stats["answered_wrong"] == pytest.approx(stats["wrong_answer"] - unanswered)
+    # under the oracle an answered wrong answer has a wrong step: the wrong answers without one are cut off
+    assert stats["wrong_answer_no_wrong_step"] <= unanswered + 1e-9
     assert 0 < stats["rated_steps"] <= max(len(s.texts) for s in candidates)
 
 
@@ -184,7 +239,7 @@ def test_quick_study_end_to_end(lab_cache, quick_study, lab_jobs):
             act, uni = (summary["models"][s][f"{arm}-{k}"] for arm in ("active", "uniform"))
             assert act["labels"] == uni["labels"] == k * cfg.active.train_problems
             a_set, u_set = (summary["batches"][s][f"{arm}-{k}"][-1] for arm in ("active", "uniform"))
-            assert a_set["wrong_answer"] > u_set["wrong_answer"] + 0.05
+            assert a_set["answered_wrong"] > u_set["answered_wrong"] + 0.05
     # The study's outcome (the paper's slope ratio) is computed and recorded, not asserted: at this size
     # its 95% interval spans 1 (measured 1.80 [0.80, 3.24] on seeds 0, 1; a fresh machine got 0.88), so
     # its direction depends on which reward models stall, not on the code. What must hold on any machine

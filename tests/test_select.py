@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from random import Random
 
@@ -199,6 +200,34 @@ def test_by_default_ungradable_samples_count_as_not_wrong(rows, k, per_problem, 
     recount = make_pool([(p, "correct" if g == "unparseable" else g, sc) for p, g, sc in rows])
     assert [s.id for s in default] == [s.id for s in convincing_wrong_answer(recount, k, wrong_share=share,
                                                                              per_problem=per_problem)]
+
+
+@SETTINGS
+@given(rows, ks, st.booleans(), shares, st.lists(st.booleans(), min_size=30, max_size=30))
+def test_answered_only_counts_an_unanswered_wrong_answer_as_not_wrong(rows, k, per_problem, share, answered):
+    pool = [dataclasses.replace(s, answer="7" if a else None) for s, a in zip(make_pool(rows), answered)]
+    if pool and not any(s.answer for s in pool):
+        with pytest.raises(SelectionError, match="none of the .* has an extracted answer"):
+            convincing_wrong_answer(pool, k, wrong_share=share, per_problem=per_problem, answered_only=True)
+        return
+    only = convincing_wrong_answer(pool, k, wrong_share=share, per_problem=per_problem, answered_only=True)
+    # the same choice as if the unanswered wrong answers were graded correct (never taken for the wrong share)
+    recount = [dataclasses.replace(s, grade="correct" if s.grade == "incorrect" and s.answer is None else s.grade)
+               for s in pool]
+    assert [s.id for s in only] == [s.id for s in convincing_wrong_answer(recount, k, wrong_share=share,
+                                                                          per_problem=per_problem)]
+
+
+def test_answered_only_from_the_command_line(tmp_path, capsys):
+    pool = [Solution.from_steps(Problem("q", id="p"), ["x"], id=f"s{i}", grade="incorrect", answer=a,
+                                scores={"prm_min": sc}) for i, (a, sc) in enumerate([(None, 0.9), ("3", 0.2)])]
+    src, out = tmp_path / "scored.jsonl", tmp_path / "chosen.jsonl"
+    write_records(src, pool)
+    assert main(["select", "--count", "1", "--wrong-share", "1", str(src), str(out)]) == 0
+    assert [s.id for s in read_solutions(out)] == ["s0"]  # the cut-off one is the most convincing "wrong answer"
+    assert main(["select", "--count", "1", "--wrong-share", "1", "--answered-only", str(src), str(out)]) == 0
+    assert [s.id for s in read_solutions(out)] == ["s1"]
+    capsys.readouterr()
 
 
 def test_wrong_grades_are_checked():

@@ -18,7 +18,8 @@ examples:
 
 IN holds prmkit records with solution scores (`prmkit score`) and, for convincing_wrong_answer,
 grades. A wrong answer is grade incorrect (a solution with no answer included); unparseable, where the
-grader could not decide, is no verdict and not counted wrong unless --wrong-grades names it. An
+grader could not decide, is no verdict and not counted wrong unless --wrong-grades names it;
+--answered-only counts only answered ones wrong (the paper's wrong-answer solutions). An
 ungraded candidate is an error. Prints a JSON summary: chosen, problems, wrong_share among the chosen,
 chosen per problem, and the ungradable (unparseable) count among the chosen and in the pool.
 docs/labelling.md ("Choosing what to label") describes the strategies.

@@ -539,7 +539,7 @@ TABLES = {
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "matched", "auroc", "efficiency",
                                                            "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},
-    **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "findings")},
+    **{f"active-{name}": _study_rows("active", name) for name in ("factor", "point", "difference", "selection", "findings")},
     **{f"autolabel-{name}": _study_rows("autolabel", name)
        for name in ("quality", "reasons", "hard", "cost", "prm", "difference", "findings", "examples")},
     **{f"grade-{name}": _grade_rows(name) for name in ("agreement", "speed", "stages", "targets", "snapshot")},

@@ -13,16 +13,17 @@ from prmkit.schema import Solution
 
 
 def generate_pool(config: LabConfig, seed: int, split: str = "eval", problems: int | None = None,
-                  samples: int | None = None, device: str = "auto") -> list[Solution]:
+                  samples: int | None = None, device: str = "auto", skip: int = 0) -> list[Solution]:
     """Sample the ``split`` pool of ``config`` (``problems`` x ``samples``, by default the config's sizes;
-    ``device``: where the ``lm`` policy's base runs).
+    ``device``: where the ``lm`` policy's base runs), less its first ``skip`` problems.
 
     Splits never share problems (each split seeds its own); the same config, seed and split give equal
-    records, and fewer ``problems`` give a prefix of the pool.
+    records, and fewer ``problems`` give a prefix of the pool. ``skip`` gives problems no pool of that many
+    or fewer holds (a study's validation problems beside its training ones), sampled on their own.
     """
     n_problems, n_samples = config.sizes(split)
     domain = config.lab_domain
-    probs = domain.make_problems(config.family(split), problems or n_problems, seed, split)
+    probs = domain.make_problems(config.family(split), problems or n_problems, seed, split)[skip:]
     if config.policy != "rules" and split not in PRETRAIN_SPLITS:
         return sample_lm(config, probs, samples or n_samples, seed, device=device)
     return domain.generate(probs, config.generator, samples or n_samples, seed)

@@ -41,19 +41,20 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.jobs import init_worker
-from prmkit.lab.run import RM_VERSION
+from prmkit.lab.run import RM_VERSION, uses_validation
 from prmkit.lab.study.active_pages import write_outputs
 from prmkit.lab.study.core import (
     AGGREGATION,
     bon_per_problem,
+    expected_steps,
     grouped,
+    labels_recipe,
     log_fit,
     mean_ci,
     slope_ratio,
     solution_column,
     solution_scores,
     step_probabilities,
-    with_passes,
     with_rm_steps,
 )
 from prmkit.lab.study.protocol import Base, Seeded, Study, sampler
@@ -61,7 +62,7 @@ from prmkit.select import WRONG_GRADES, convincing_wrong_answer
 
 NAME = "active"
 SCORE = "prm_min"
-VERSION = 2
+VERSION = 3
 """Part of every job key: bump it when a job's output changes meaning."""
 
 
@@ -114,19 +115,20 @@ def take_uniform(orders: list[list[int]], k: int, taken: set[int]) -> list[int]:
 
 
 def take_active(candidates: list, scores: np.ndarray, k: int, taken: set[int], wrong_share: float,
-                wrong_grades: tuple[str, ...] = WRONG_GRADES) -> list[int]:
+                wrong_grades: tuple[str, ...] = WRONG_GRADES, answered_only: bool = False) -> list[int]:
     """Indices of :func:`prmkit.select.convincing_wrong_answer` (``k`` per problem) among the candidates
-    not ``taken``, ranked by ``scores`` (one per candidate)."""
+    not ``taken``, ranked by ``scores`` (one per candidate); ``answered_only``: a wrong answer must be one."""
     free = [i for i in range(len(candidates)) if i not in taken]
     pool = [dataclasses.replace(candidates[i], scores={SCORE: float(scores[i])}) for i in free]
     where = {id(s): i for s, i in zip(pool, free)}
     chosen = convincing_wrong_answer(pool, k, score=SCORE, wrong_share=wrong_share, per_problem=True,
-                                     wrong_grades=wrong_grades)
+                                     wrong_grades=wrong_grades, answered_only=answered_only)
     return [where[id(s)] for s in chosen]
 
 
 def choose(candidates: list, plan: list[tuple], scores: dict[str, np.ndarray], seed: int,
-           wrong_share: float, wrong_grades: tuple[str, ...] = WRONG_GRADES) -> tuple[list[list[int]], list[int]]:
+           wrong_share: float, wrong_grades: tuple[str, ...] = WRONG_GRADES,
+           answered_only: bool = False) -> tuple[list[list[int]], list[int]]:
     """(every batch's candidate indices, the indices of the training set) of a plan (see :func:`model_plans`);
     ``scores`` maps each scorer named in the plan to one score per candidate."""
     orders = uniform_orders(grouped(candidates), seed)
@@ -136,7 +138,7 @@ def choose(candidates: list, plan: list[tuple], scores: dict[str, np.ndarray], s
         if strategy == "uniform":
             idx = take_uniform(orders, k, taken)
         elif strategy == "active":
-            idx = take_active(candidates, scores[scorer], k, taken, wrong_share, wrong_grades)
+            idx = take_active(candidates, scores[scorer], k, taken, wrong_share, wrong_grades, answered_only)
         else:
             raise ValueError(f"unknown batch strategy {strategy!r}")
         taken.update(idx)
@@ -147,14 +149,20 @@ def choose(candidates: list, plan: list[tuple], scores: dict[str, np.ndarray], s
 
 
 def set_stats(chosen: list, labelled: list) -> dict:
-    """What a selection changes: shares of wrong answers, of solutions with a wrong step (the oracle's
-    truth), of records the labellers stopped at an error, and the mean number of rated steps."""
+    """What a selection changes: shares of wrong answers (graded incorrect; ``answered_wrong``: with an answer), of
+    solutions with a wrong step (the oracle's truth), of wrong answers with no wrong step (``wrong_answer_no_wrong_step``:
+    under the oracle, solutions cut off before their answer), of records the labellers stopped at an error, and the
+    mean number of rated steps."""
     from prmkit.lab.domains import oracle_labels
 
     n = max(len(chosen), 1)
+    wrong_step = [any(x.rating == -1 for x in oracle_labels(s)) for s in chosen]
+    wrong = [s.grade in WRONG_GRADES for s in chosen]
     return {"solutions": len(chosen),
-            "wrong_answer": sum(s.grade in WRONG_GRADES for s in chosen) / n,
-            "wrong_step": sum(any(x.rating == -1 for x in oracle_labels(s)) for s in chosen) / n,
+            "wrong_answer": sum(wrong) / n,
+            "answered_wrong": sum(w and s.answer is not None for w, s in zip(wrong, chosen)) / n,
+            "wrong_step": sum(wrong_step) / n,
+            "wrong_answer_no_wrong_step": sum(w and not ws for w, ws in zip(wrong, wrong_step)) / n,
             "found_error": sum(r.finish_reason == "found_error" for r in labelled) / n,
             "rated_steps": sum(len(r.ratings) for r in labelled) / n}
 
@@ -177,12 +185,13 @@ def equivalent_labels(labels_base, base_curve, labels_arm, arm_curve) -> list[fl
 
 @dataclass(frozen=True)
 class Data(Seeded):
-    """Candidates (every one rated by the simulated labellers), the held-out pool and its oracle step truth
-    (sampled by ``base`` under the ``lm`` policy)."""
+    """Candidates (every one rated by the simulated labellers), the seed's validation split (uniform samples of
+    ``valid_problems`` further training problems, labelled), the held-out pool and its oracle step truth (sampled
+    by ``base`` under the ``lm`` policy)."""
 
     base: Base | None = None
     reads = ("domain", "generator", "policy", "labellers", "active.train_problems", "active.candidates",
-             "active.eval_problems", "active.eval_samples")
+             "active.eval_problems", "active.eval_samples", "active.valid_problems", "active.valid_samples")
     version = VERSION
 
     def run(self, out: Path) -> dict:
@@ -195,13 +204,23 @@ class Data(Seeded):
         cands = generate_pool(cfg, seed, "train", problems=a.train_problems, samples=a.candidates, device=device)
         write_records(out / "candidates.jsonl.gz", cands)
         write_records(out / "labelled.jsonl.gz", label(cands, cfg.labellers, seed))
+        valid = []
+        if a.valid_problems:  # problems past the candidates': no arm can choose a validation solution
+            valid = generate_pool(cfg, seed, "train", problems=a.train_problems + a.valid_problems,
+                                  samples=a.valid_samples, device=device, skip=a.train_problems)
+            write_records(out / VALID, label(valid, cfg.labellers, seed))
         pool = generate_pool(cfg, seed, "eval", problems=a.eval_problems, samples=a.eval_samples, device=device)
         write_records(out / "eval.jsonl.gz", pool)
         truth = [[x.rating for x in oracle_labels(s)] for s in pool]
         np.savez(out / "eval-truth.npz", values=np.array([r for t in truth for r in t], dtype=np.int8),
                  offsets=np.concatenate([[0], np.cumsum([len(t) for t in truth])]).astype(np.int64))
         wrong = float(np.mean([s.grade != "correct" for s in cands]))
-        return {"candidates": len(cands), "eval": len(pool), "candidate_wrong_answer": round(wrong, 4)}
+        return {"candidates": len(cands), "eval": len(pool), "valid": len(valid),
+                "candidate_wrong_answer": round(wrong, 4)}
+
+
+VALID = "valid.jsonl.gz"
+"""The seed's shared validation split in the data folder (absent with ``valid_problems`` 0)."""
 
 
 def eval_metrics(pool: list, probs: list[np.ndarray], truth_file: Path, n: int) -> tuple[np.ndarray, float]:
@@ -223,16 +242,33 @@ def eval_metrics(pool: list, probs: list[np.ndarray], truth_file: Path, n: int) 
 class Model(Seeded):
     """Choose a plan's training set, train a PRM on its labels, score the held-out pool (and, for a
     selector, every candidate), and evaluate it. The plan's scorers are the models that rank its active
-    batches; ``wrong_grades`` is set only for a plan that selects (it changes nothing else)."""
+    batches; ``wrong_grades`` and ``answered_only`` are set only for a plan that selects (they change nothing
+    else)."""
 
     base: Base = None
     data: Data = None
     plan: tuple = ()
     score_candidates: bool = False
     wrong_grades: tuple | None = None
+    answered_only: bool | None = None
     reads = ("rm", "active.n", "active.wrong_share", "active.rm_steps", "active.rm_epochs")
 
     version = (VERSION, RM_VERSION)
+
+    @property
+    def labels(self) -> int:
+        """Labelled solutions it trains on: its plan's batches in the training set, per problem, x the problems."""
+        return sum(k for _, k, _, used in self.plan if used) * self.cfg.active.train_problems
+
+    @property
+    def plan_kind(self) -> str:
+        """A selector also scores every candidate: priced apart from the models that only train and evaluate."""
+        return "Selector" if self.score_candidates else "Model"
+
+    @property
+    def work(self) -> float:
+        """The optimiser steps ``--plan`` expects it to train (:func:`~prmkit.lab.study.core.expected_steps`)."""
+        return expected_steps(rm_recipe(self.cfg, self.labels))
 
     def run(self, out: Path) -> dict:
         from prmkit.io import read_solutions, write_records
@@ -245,7 +281,8 @@ class Model(Seeded):
         labelled = list(read_solutions(data / "labelled.jsonl.gz"))
         scores = {d: solution_column(Path(d) / "scored-candidates.jsonl.gz", f"prm_{AGGREGATION}")
                   for _, _, d, _ in plan if d}
-        batches, used = choose(cands, [tuple(b) for b in plan], scores, seed, a.wrong_share, self.wrong_grades)
+        batches, used = choose(cands, [tuple(b) for b in plan], scores, seed, a.wrong_share, self.wrong_grades,
+                               bool(self.answered_only))
         train = [labelled[i] for i in used]
         write_records(out / "train.jsonl.gz", train)
         ids = [[cands[i].id for i in b] for b in batches]
@@ -253,12 +290,14 @@ class Model(Seeded):
         pools = {"eval": str(data / "eval.jsonl.gz")}
         if self.score_candidates:
             pools["candidates"] = str(data / "candidates.jsonl.gz")
-        info = train_and_score(out, "prm", out / "train.jsonl.gz", rm_config(cfg, len(train)).rm, seed, self.base.model_dir,
-                               pools, "prm", self.progress, self.device)
+        rm = rm_recipe(cfg, len(train), data / VALID)
+        info = train_and_score(out, "prm", out / "train.jsonl.gz", rm, seed, self.base.model_dir, pools, "prm",
+                               self.progress, self.device)
         pool = list(read_solutions(data / "eval.jsonl.gz"))
         bon, step_auroc = eval_metrics(pool, step_probabilities(out / "scored-eval.jsonl.gz"), data / "eval-truth.npz", a.n)
         np.save(out / "bon.npy", bon)
         return {**info, "labels": len(train), "bon": float(bon.mean()), "step_auroc": step_auroc,
+                "validated_on": "shared" if rm.eval_data else "own" if uses_validation(rm) else "none",
                 "set": set_stats([cands[i] for i in used], train),
                 "batches": [set_stats([cands[i] for i in b], [labelled[i] for i in b]) for b in batches]}
 
@@ -281,7 +320,7 @@ def stages(cfg, ctx):
                 selects = any(st == "active" for st, *_ in m["plan"])
                 made[s][m["name"]] = Model(str(ctx.seed_dir(s) / m["name"]), cfg, s, base, data[s], plan,
                                            m["score_candidates"], cfg.active.wrong_grades if selects else None,
-                                           **ctx.how)
+                                           cfg.active.answered_only if selects else None, **ctx.how)
                 stage.append(made[s][m["name"]])
         yield (_STAGES[depth] if depth < len(_STAGES) else f"generation {depth + 1}"), stage
 
@@ -289,15 +328,19 @@ def stages(cfg, ctx):
 _STAGES = ("uniform (selector, generation 1)", "active, generation 2")
 
 
-def rm_config(cfg, labels: int = 0):
-    """``cfg`` with the reward-model steps of a PRM trained on ``labels`` solutions: ``active.rm_steps``
-    (0 keeps ``rm.max_steps``), raised to ``active.rm_epochs`` passes over the set.
+def rm_recipe(cfg, labels: int = 0, valid: Path | None = None):
+    """The recipe of a PRM trained on ``labels`` solutions: ``active.rm_steps`` (0 keeps ``rm.max_steps``), raised
+    to ``active.rm_epochs`` passes over the set (:func:`~prmkit.lab.study.core.labels_recipe`); where it reads
+    held-out labels (restarts, early stopping) and the seed's shared split ``valid`` exists, validated on that.
 
     >>> from prmkit.lab.study.config import study_preset
-    >>> [rm_config(study_preset("active"), n).rm.max_steps for n in (500, 1000, 2000)]
+    >>> [rm_recipe(study_preset("active"), n).max_steps for n in (500, 1000, 2000)]
     [300, 300, 500]
     """
-    return with_passes(with_rm_steps(cfg, cfg.active.rm_steps), cfg.active.rm_epochs, labels)
+    rm = labels_recipe(with_rm_steps(cfg, cfg.active.rm_steps), cfg.active.rm_epochs, labels)
+    if valid is not None and valid.is_file() and uses_validation(rm):
+        return dataclasses.replace(rm, eval_data=str(valid))
+    return rm
 
 
 def summarise(cfg, seeds: list[int], out: Path) -> dict:
@@ -336,9 +379,16 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
     diffs.update({f"{g} - uniform-{k}": mean_ci(bon[g] - bon[f"uniform-{k}"]) for g, k in zip(gens[1:], b[1:])})
     head = "active_strict" if a.count_selector else "active_paper"
     head_factor = factors[head]["factor"]
-    rm = rm_config(cfg).rm
+    rm = rm_recipe(cfg)
+    auroc = {m: [done[s][m]["step_auroc"] for s in seeds] for m in models}
+    losses = {m: [done[s][m].get("final_loss") for s in seeds] for m in models}
     return {"study": NAME, "seeds": list(seeds), "config": dataclasses.asdict(a), "n": a.n,
             "rm_steps": rm.max_steps, "rm_batch_size": rm.batch_size, "rm_epochs": a.rm_epochs,
+            "rm_steps_per_labels": {str(x): rm_recipe(cfg, x).max_steps for x in sorted({k * P for k in b})},
+            "validation": {"solutions_per_seed": a.valid_problems * a.valid_samples,
+                           "validated_on": sorted({done[s][m].get("validated_on", "none") for s in seeds for m in models})},
+            "equal_labels": [{"per_problem": k, "labels": k * P, **diffs[f"active-{k} - uniform-{k}"]} for k in b],
+            "selection_effect": selection_effect(b, seeds, auroc, losses),
             "headline": {"view": head, **{k: factors[head][k] for k in ("factor", "ci95", "per_seed")},
                          "target": 2.0, "point_estimate_met": bool(np.isfinite(head_factor) and head_factor >= 2.0),
                          "conclusive": bool(factors[head]["ci95"][0] >= 2.0),
@@ -348,6 +398,42 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
             "models": {s: {m: {k: done[s][m].get(k) for k in ("labels", "bon", "step_auroc", "seconds",
                                                                "train_seconds", "score_seconds", "final_loss")}
                            for m in models} for s in seeds}}
+
+
+def selection_effect(budgets: list[int], seeds: list[int], auroc: dict, losses: dict, floor: float | None = None) -> dict:
+    """What selecting did to the PRMs' step discrimination on uniform held-out samples, measured: per budget the
+    paired difference in step AUROC (oracle) active - uniform over seeds, and every PRM below the lab's floor
+    (:data:`prmkit.lab.targets.FLOOR`) with its final training loss beside its uniform sibling's (same seed and
+    labels per problem; a generation's sibling is uniform at its cumulative labels). A selected PRM that fitted its
+    set at least as well as its sibling and still fell below the floor is a *selection effect* (it fits the chosen
+    set and fails to generalise); one whose loss stayed above its sibling's did not fit (a stall); a uniform PRM
+    below the floor is *weak*, no selection involved.
+
+    >>> e = selection_effect([1], [0, 1], {"uniform-1": [0.95, 0.96], "active-1": [0.70, 0.97]},
+    ...                      {"uniform-1": [0.40, 0.41], "active-1": [0.05, 0.30]}, floor=0.9)
+    >>> round(e["auroc_difference"][0]["mean"], 3), e["below_floor"]
+    (-0.12, [{'model': 'active-1', 'seed': 0, 'step_auroc': 0.7, 'final_loss': 0.05, 'sibling': 'uniform-1', 'sibling_loss': 0.4, 'reading': 'selection effect'}])
+    """
+    from prmkit.lab.targets import FLOOR
+
+    floor = FLOOR if floor is None else floor
+    diff = [{"per_problem": k, **mean_ci(np.subtract(auroc[f"active-{k}"], auroc[f"uniform-{k}"])[:, None])}
+            for k in budgets]
+    sibling = {m: f"uniform-{m.split('-')[1]}" if m.startswith("active-") else
+               f"uniform-{budgets[int(m.split('-')[1]) - 1]}" if m.startswith("gen-") else None for m in auroc}
+    weak = []
+    for m, xs in auroc.items():
+        for i, (s, x) in enumerate(zip(seeds, xs)):
+            if x >= floor:
+                continue
+            sib = sibling[m]
+            row = {"model": m, "seed": s, "step_auroc": x, "final_loss": losses[m][i], "sibling": sib,
+                   "sibling_loss": losses[sib][i] if sib else None}
+            row["reading"] = ("weak" if sib is None else "selection effect"
+                              if None not in (row["final_loss"], row["sibling_loss"]) and row["final_loss"] <= row["sibling_loss"]
+                              else "did not fit")
+            weak.append(row)
+    return {"floor": floor, "auroc_difference": diff, "below_floor": weak}
 
 
 def _mean_stats(stats: list[dict]) -> dict:
@@ -361,6 +447,8 @@ __all__ = [
     "choose",
     "equivalent_labels",
     "model_plans",
+    "rm_recipe",
+    "selection_effect",
     "set_stats",
     "summarise",
     "take_active",

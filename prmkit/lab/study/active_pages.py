@@ -87,7 +87,8 @@ def section_html(summary: dict, figures: list[Path]) -> str:
              "slope(uniform) of accuracy against ln(labels) (the paper's method; target &ge; 2, the paper: 2.6).")
     outcome = ("met" if head["conclusive"] else "met by the point estimate only, not by its CI" if head["point_estimate_met"]
                else "not met")
-    verdict = (f"Headline ({html.escape(head['view'].replace('_', ' '))}): data-efficiency factor {ratio_interval(head)}, "
+    verdict = (f"Headline: at equal selected labels, active - uniform {html.escape(_equal_labels_text(summary))}. "
+               f"Beside it, the slope ratio ({html.escape(head['view'].replace('_', ' '))}): {ratio_interval(head)}, "
                f"per seed {per_seed}; the 2x target is {outcome}.")
     caveat = ("" if head["uniform_slope_positive"] else
               " The uniform arm's accuracy does not rise with labels here (slope &le; 0), so the ratio of slopes "
@@ -99,6 +100,9 @@ def section_html(summary: dict, figures: list[Path]) -> str:
     parts.append(table(*point_rows(summary)))
     parts.append("<p>Paired differences in best-of-N accuracy (points), same held-out problems; generation g "
                  "against uniform at the same cumulative labels:</p>" + table(*difference_rows(summary)))
+    if "selection_effect" in summary:
+        parts.append("<p>The selection effect: step AUROC on uniform held-out samples, active - uniform, and every "
+                     "PRM below the floor:</p>" + table(*selection_rows(summary)))
     parts.extend(figure(p) for p in figures)
     return "\n".join(parts)
 
@@ -129,11 +133,17 @@ def point_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
             labels = f"{p['labels']:,}"
             if arm == "active_paper":
                 labels += f" ({strict[p['model']]:,} with the selector's)"
+            answered = [points(s[k]) for k in _ANSWERED if k in s]
             rows.append([arm.split("_")[0], p["model"], labels, interval(p), ", ".join(points(x) for x in p["per_seed"]),
-                         ", ".join(f"{x:.3f}" for x in p["step_auroc"]), points(s["wrong_answer"]),
+                         ", ".join(f"{x:.3f}" for x in p["step_auroc"]), points(s["wrong_answer"]), *answered,
                          points(s["wrong_step"]), points(s["found_error"]), f"{s['rated_steps']:.1f}"])
+    extra = [_ANSWERED[k] for k in _ANSWERED if k in pts["uniform"][0]["set"]]  # summaries before them: without
     return (["arm", "model", "labels", f"best-of-{summary['n']} % [95% CI]", "per seed", "step AUROC per seed",
-             "wrong answers %", "with a wrong step %", "labellers found an error %", "rated steps"], rows)
+             "wrong answers %", *extra, "with a wrong step %", "labellers found an error %", "rated steps"], rows)
+
+
+_ANSWERED = {"answered_wrong": "answered wrong %", "wrong_answer_no_wrong_step": "wrong answer, no wrong step %"}
+"""Set statistics a summary holds from the study's version 3 on, with their columns."""
 
 
 def difference_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
@@ -141,6 +151,34 @@ def difference_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     rows = [[k, interval(v, signed=True), ", ".join(f"{100 * x:+.1f}" for x in v["per_seed"])]
             for k, v in summary["differences"].items()]
     return ["paired difference", "mean pts [95% CI]", "per seed"], rows
+
+
+def selection_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
+    """The selection effect (:func:`prmkit.lab.study.active.selection_effect`): per budget the paired difference in
+    step AUROC, then every PRM below the floor with its training loss beside its uniform sibling's."""
+    e = summary["selection_effect"]
+    rows = [[f"active-{d['per_problem']} - uniform-{d['per_problem']}", _auroc_interval(d),
+             ", ".join(f"{x:+.3f}" for x in d["per_seed"]), ""] for d in e["auroc_difference"]]
+    rows += [[f"{w['model']}, seed {w['seed']}", f"{w['step_auroc']:.3f}",
+              _loss(w["final_loss"]) + (f" (its sibling {w['sibling']}: {_loss(w['sibling_loss'])})" if w["sibling"] else ""),
+              w["reading"]] for w in e["below_floor"]]
+    return ["step AUROC", "difference [95% CI] / value", "per seed / final training loss", "reading"], rows
+
+
+def _auroc_interval(d: dict) -> str:
+    lo, hi = d["ci95"]
+    return f"{d['mean']:+.3f} [{lo:+.3f}, {hi:+.3f}]"
+
+
+def _loss(x) -> str:
+    return "-" if x is None else f"{x:.3f}"
+
+
+def _equal_labels_text(summary: dict) -> str:
+    """The paired differences at equal selected labels, per budget (the headline), as one clause."""
+    budgets = summary["config"]["budgets"]
+    return "; ".join(f"{k} per problem {interval(summary['differences'][f'active-{k} - uniform-{k}'], signed=True)} "
+                     "points" for k in budgets)
 
 
 STALLED = 0.8
@@ -154,25 +192,32 @@ def findings(summary: dict) -> str:
     every = all(x > 1 for x in f["active_strict"]["per_seed"]) and all(x > 1 for x in f["active_paper"]["per_seed"])
     target = ("met, with a CI above 2" if head["conclusive"] else "met by the point estimate, not by its CI"
               if head["point_estimate_met"] else "not met")
-    bullets = [(f"**The slope ratio** (the paper's measure) is {ratio_interval(f['active_strict'])} counting the selector's "
-                f"labels, {ratio_interval(f['active_paper'])} counting only the selected ones; "
-                f"{'above 1 on every seed in both views' if every else 'not above 1 on every seed'}. The 2x target "
-                f"({head['view'].replace('_', ' ')}) is {target}.")]
     at_equal = []
     for k in budgets:
         v = d[f"active-{k} - uniform-{k}"]
         side = "above" if v["ci95"][0] > 0 else "below" if v["ci95"][1] < 0 else "level with (CI spans 0)"
         at_equal.append(f"{side} uniform at {k} per problem ({interval(v, signed=True)} points)")
-    bullets.append("**At equal selected labels** active is " + "; ".join(at_equal) + ".")
+    bullets = ["**At equal selected labels** (the headline) active is " + "; ".join(at_equal) + ".",
+               (f"**The slope ratio** (the paper's measure, beside it) is {ratio_interval(f['active_strict'])} counting "
+                f"the selector's labels, {ratio_interval(f['active_paper'])} counting only the selected ones; "
+                f"{'above 1 on every seed in both views' if every else 'not above 1 on every seed'}. The 2x target "
+                f"({head['view'].replace('_', ' ')}) is {target}.")]
     first_u, first_a = summary["points"]["uniform"][0], summary["points"]["active_paper"][0]
+    cut_off = ""
+    if "wrong_answer_no_wrong_step" in first_a["set"]:
+        cut_off = (f"; {points(first_a['set']['wrong_answer_no_wrong_step'])}% are wrong answers with no wrong step "
+                   f"(cut off before their answer) against {points(first_u['set']['wrong_answer_no_wrong_step'])}%")
     bullets.append(f"**What the selection changes** at {budgets[0]} per problem: {points(first_a['set']['wrong_answer'])}% "
                    f"wrong answers against {points(first_u['set']['wrong_answer'])}% uniform; "
-                   f"{points(first_a['set']['wrong_step'])}% with a wrong step against {points(first_u['set']['wrong_step'])}%.")
+                   f"{points(first_a['set']['wrong_step'])}% with a wrong step against {points(first_u['set']['wrong_step'])}%"
+                   f"{cut_off}.")
     if "generations" in f:
         curve = " -> ".join(points(p["mean"]) for p in summary["points"]["generations"])
         gen = [f"{k}: {interval(v, signed=True)}" for k, v in d.items() if k.startswith("gen-")]
         bullets.append(f"**Generations**: {curve}, factor {ratio_interval(f['generations'])}; against uniform at the same "
                        "cumulative labels " + "; ".join(gen) + ".")
+    if "selection_effect" in summary:
+        bullets.append(_selection_text(summary["selection_effect"]))
     models = summary["models"]
     aurocs = [m["step_auroc"] for seed in models.values() for m in seed.values()]
     stalled = [f"{name} (seed {seed}, {m['step_auroc']:.3f})" for seed, ms in models.items() for name, m in ms.items()
@@ -183,6 +228,17 @@ def findings(summary: dict) -> str:
                    + (f"; {sum(x.startswith('uniform') for x in stalled)} of them on uniform sets" if stalled else "")
                    + ".")
     return "\n".join(f"- {b}" for b in bullets)
+
+
+def _selection_text(e: dict) -> str:
+    """The selection effect as one bullet: step AUROC active - uniform per budget, the PRMs below the floor by reading."""
+    diffs = "; ".join(f"{d['per_problem']} per problem {_auroc_interval(d)}" for d in e["auroc_difference"])
+    weak = e["below_floor"]
+    by = {r: [w for w in weak if w["reading"] == r] for r in ("selection effect", "did not fit", "weak")}
+    named = "; ".join(f"{r}: " + ", ".join(f"{w['model']} (seed {w['seed']}, {w['step_auroc']:.3f})" for w in ws)
+                      for r, ws in by.items() if ws)
+    return (f"**The selection effect**: step AUROC on uniform held-out samples, active - uniform, {diffs}. "
+            + (f"{len(weak)} PRMs below {e['floor']}, {named}." if weak else f"No PRM below {e['floor']}."))
 
 
 def _runs_text(summary: dict) -> str:
@@ -207,4 +263,4 @@ def write_outputs(out: Path, cfg, summary: dict, command: str) -> None:
     write_study_pages(out, f"prmkit lab study active: preset {cfg.name}", section_html(summary, [Path(p) for p in figs]),
                       cfg, summary["timings"], command)
 
-__all__ = ["difference_rows", "factor_rows", "findings", "point_rows", "section_html", "write_outputs"]
+__all__ = ["difference_rows", "factor_rows", "findings", "point_rows", "section_html", "selection_rows", "write_outputs"]

@@ -40,7 +40,9 @@ from prmkit.lab.numbers import interval, points, ratio, ratio_interval
 from prmkit.lab.run import RM_VERSION
 from prmkit.lab.study.core import (
     bon_per_problem,
+    expected_steps,
     grouped,
+    labels_recipe,
     log_fit,
     mean_ci,
     slope_ratio,
@@ -236,16 +238,9 @@ class RewardModel(Seeded):
 
     @property
     def work(self) -> float:
-        """The optimiser steps ``--plan`` expects it to train: its cap (raised by passes over its labels), or under
-        early stopping the first step it may stop at (the floor, then ``patience`` evaluations without a better
-        one), where that comes first: the development run's models of 8,000 labels stopped near their floor, far
-        below the cap that passes raised."""
-        from prmkit.lab.arms import recipe_for
-
-        rm = recipe_for(self.cfg.rm, self.budget)
-        if rm.early_stop_patience <= 0:
-            return float(rm.max_steps)
-        return float(min(rm.max_steps, rm.early_stop_min_steps + rm.early_stop_patience * rm.eval_every))
+        """The optimiser steps ``--plan`` expects it to train (:func:`~prmkit.lab.study.core.expected_steps`; its
+        config's cap is already raised by passes over its labels)."""
+        return expected_steps(labels_recipe(self.cfg, 0, self.budget))
 
     def run(self, out: Path) -> dict:
         from prmkit.lab.run import job_rm
@@ -329,15 +324,13 @@ def stages(cfg: LabConfig, ctx):
 
 def summarise(cfg: LabConfig, seeds: list[int], root: Path) -> dict:
     """Every number of the study from the held-out scores: curves, fits, the efficiency factor, per seed."""
-    from prmkit.lab.arms import recipe_for
-
     b = cfg.budget
     sd = {s: root / f"seed-{s}" for s in seeds}
     per_seed = {s: seed_accuracy(cfg, sd[s], s) for s in seeds}
     acc = {k: np.stack([per_seed[s][k] for s in seeds]) for k in (*KINDS, "majority")}
     summary = {"study": NAME, "preset": cfg.name, "seeds": list(seeds), "n": b.n,
                "budgets": list(b.budgets), "settings": dataclasses.asdict(b), "rm_steps": cfg.rm.max_steps,
-               "rm_steps_per_budget": {str(n): recipe_for(with_passes(cfg, b.rm_epochs, n).rm, n).max_steps
+               "rm_steps_per_budget": {str(n): labels_recipe(cfg, b.rm_epochs, n).max_steps
                                        for n in b.budgets},
                "rm_batch_size": cfg.rm.batch_size, "eval": f"{b.eval_problems} problems x {b.eval_samples} samples per seed",
                **curve_stats(list(b.budgets), acc, cfg.bootstrap, 0)}

@@ -96,6 +96,15 @@ class ActiveConfig:
     wrong_grades: tuple[str, ...] = field(default=WRONG_GRADES, metadata={
         "help": "grades the selection counts as a wrong answer (prmkit.select.WRONG_GRADES); a sample cut off "
                 "before its answer is incorrect, and the lab's oracle never leaves a sample unparseable"})
+    answered_only: bool = field(default=True, metadata={
+        "help": "a wrong answer must be an answer (the paper's wrong-answer solutions): a sample cut off before "
+                "its answer is graded incorrect but is not selected as one (its steps may all be right)"})
+    valid_problems: int = field(default=50, metadata={
+        "help": "training-split problems beyond the candidates' whose uniform samples, labelled, are the seed's "
+                "validation split: shared by every PRM of the seed, never trained on, read where the reward-model "
+                "recipe validates (--rm-protocol lab: restarts, early stopping); 0: each PRM holds out a tenth of "
+                "its own labels"})
+    valid_samples: int = field(default=4, metadata={"help": "samples per validation problem"})
     count_selector: bool = field(default=True, metadata={
         "help": "headline: count the selector's labels in the active arm's budget (the strict view); both "
                 "views are always reported"})
@@ -118,8 +127,10 @@ class ActiveConfig:
         if self.budgets[-1] + self.budgets[0] > self.candidates:
             raise ValueError(f"active.candidates ({self.candidates}) must hold the selector's "
                              f"{self.budgets[0]} and the largest set of {self.budgets[-1]} per problem")
-        if min(self.train_problems, self.eval_problems, self.eval_samples) < 1:
+        if min(self.train_problems, self.eval_problems, self.eval_samples, self.valid_samples) < 1:
             raise ValueError("active problem and sample counts must be at least 1")
+        if self.valid_problems < 0:
+            raise ValueError(f"active.valid_problems must be 0 (no shared split) or positive, got {self.valid_problems}")
         if self.n < 1:
             raise ValueError(f"active.n must be at least 1, got {self.n}")
         if not 0.0 <= self.wrong_share <= 1.0:

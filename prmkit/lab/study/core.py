@@ -58,6 +58,29 @@ def with_passes(cfg, passes: float, labels: int):
     return with_rm_steps(cfg, max(cfg.rm.max_steps, math.ceil(passes * labels / cfg.rm.batch_size)))
 
 
+def labels_recipe(cfg, passes: float, labels: int):
+    """The recipe a study's reward model of ``labels`` solutions trains by: ``cfg.rm``, its cap raised to ``passes``
+    passes over them (:func:`with_passes`), then raised as the lab run raises an early-stopped recipe
+    (:func:`prmkit.lab.arms.recipe_for`: a floor of one pass; a recipe without early stopping is left as it is).
+
+    >>> from prmkit.lab.study.config import study_preset
+    >>> [labels_recipe(study_preset("active", rm_protocol=p), 8, 8000).max_steps for p in ("study", "lab")]
+    [2000, 2000]
+    """
+    from prmkit.lab.arms import recipe_for
+
+    return recipe_for(with_passes(cfg, passes, labels).rm, labels)
+
+
+def expected_steps(rm) -> float:
+    """The optimiser steps ``--plan`` expects a recipe to train: its cap, or under early stopping the first step it
+    may stop at (the floor, then ``patience`` evaluations without a better one), where that comes first: the budget
+    study's development models of 8,000 labels stopped near their floor, far below the cap that passes raised."""
+    if rm.early_stop_patience <= 0:
+        return float(rm.max_steps)
+    return float(min(rm.max_steps, rm.early_stop_min_steps + rm.early_stop_patience * rm.eval_every))
+
+
 RM_PROTOCOL_FIELDS = ("max_steps", "batch_size", "lr", "new_lr", "restarts", "eval_fraction", "eval_every",
                       "early_stop_patience", "early_stop_min_steps")
 """What a study's summary records of how its reward models train (``summary["rm"]``: the recipe, not the data)."""
@@ -230,8 +253,10 @@ def write_study_outputs(root: Path, cfg, summary: dict, command: str, *, name: s
 __all__ = [
     "AGGREGATION",
     "bon_per_problem",
+    "expected_steps",
     "grouped",
     "labelled_pool",
+    "labels_recipe",
     "log_fit",
     "mean_ci",
     "rm_protocol",

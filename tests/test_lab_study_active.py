@@ -103,6 +103,25 @@ def test_the_validation_problems_lie_past_the_candidates_and_no_arm_can_choose_t
     assert set(ids) == {s.problem.id for s in longer[-9:]}  # the same problems a longer pool would hold there
 
 
+@pytest.mark.parametrize("n", [1, 3, 8])
+def test_the_ceilings_equal_brute_force_over_every_subset(candidates, n):
+    from itertools import combinations
+
+    from prmkit.lab.domains import oracle_labels
+    from prmkit.lab.study.core import ceilings_per_problem
+
+    pool = [s for g in grouped(candidates)[:4] for s in [candidates[i] for i in g][:5]]  # 4 problems x 5
+    got = ceilings_per_problem(pool, n)
+    m = min(n, 5)
+    for p, g in enumerate(grouped(pool)):
+        right = [pool[i].grade == "correct" for i in g]
+        valid = [pool[i].answer is not None and all(x.rating != -1 for x in oracle_labels(pool[i])) for i in g]
+        subsets = list(combinations(range(5), m))
+        assert got["pass"][p] == pytest.approx(np.mean([any(right[i] for i in c) for c in subsets]))
+        assert got["step_judge"][p] == pytest.approx(np.mean([any(valid[i] for i in c) for c in subsets]))
+    assert np.all(got["step_judge"] <= got["pass"] + 1e-12)  # under the oracle a valid answered sample is right
+
+
 def test_selection_effect_reads_each_weak_prm_against_its_uniform_sibling():
     auroc = {"uniform-1": [0.95, 0.85], "uniform-2": [0.96, 0.97], "active-1": [0.70, 0.97],
              "active-2": [0.80, 0.98], "gen-2": [0.60, 0.99]}

@@ -46,6 +46,7 @@ from prmkit.lab.study.active_pages import write_outputs
 from prmkit.lab.study.core import (
     AGGREGATION,
     bon_per_problem,
+    ceilings_per_problem,
     expected_steps,
     grouped,
     labels_recipe,
@@ -322,10 +323,19 @@ def stages(cfg, ctx):
                                            m["score_candidates"], cfg.active.wrong_grades if selects else None,
                                            cfg.active.answered_only if selects else None, **ctx.how)
                 stage.append(made[s][m["name"]])
-        yield (_STAGES[depth] if depth < len(_STAGES) else f"generation {depth + 1}"), stage
+        yield stage_name(depth, cfg.active.n_generations), stage
 
 
-_STAGES = ("uniform (selector, generation 1)", "active, generation 2")
+def stage_name(depth: int, generations: int) -> str:
+    """The name of the stage of models at ``depth`` (0: uniform, 1: active, then the later generations).
+
+    >>> [stage_name(d, 3) for d in range(3)], [stage_name(d, 1) for d in range(2)]
+    (['uniform (selector, generation 1)', 'active, generation 2', 'generation 3'], ['uniform (selector)', 'active'])
+    """
+    if depth >= 2:
+        return f"generation {depth + 1}"
+    suffix = f", generation {depth + 1}" if generations >= 2 else ""
+    return ("uniform (selector{})", "active{}")[depth].format(suffix)
 
 
 def rm_recipe(cfg, labels: int = 0, valid: Path | None = None):
@@ -389,6 +399,7 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
                            "validated_on": sorted({done[s][m].get("validated_on", "none") for s in seeds for m in models})},
             "equal_labels": [{"per_problem": k, "labels": k * P, **diffs[f"active-{k} - uniform-{k}"]} for k in b],
             "selection_effect": selection_effect(b, seeds, auroc, losses),
+            "ceilings": eval_ceilings(out, seeds, a.n),
             "headline": {"view": head, **{k: factors[head][k] for k in ("factor", "ci95", "per_seed")},
                          "target": 2.0, "point_estimate_met": bool(np.isfinite(head_factor) and head_factor >= 2.0),
                          "conclusive": bool(factors[head]["ci95"][0] >= 2.0),
@@ -398,6 +409,15 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
             "models": {s: {m: {k: done[s][m].get(k) for k in ("labels", "bon", "step_auroc", "seconds",
                                                                "train_seconds", "score_seconds", "final_loss")}
                            for m in models} for s in seeds}}
+
+
+def eval_ceilings(out: Path, seeds: list[int], n: int) -> dict:
+    """pass@``n`` and the step-judge limit of the held-out pool (:func:`~prmkit.lab.study.core.ceilings_per_problem`),
+    with CIs over seeds then problems: the most any PRM of the study could reach."""
+    from prmkit.io import read_solutions
+
+    per = [ceilings_per_problem(list(read_solutions(out / f"seed-{s}" / "data" / "eval.jsonl.gz")), n) for s in seeds]
+    return {k: mean_ci(np.stack([p[k] for p in per])) for k in ("pass", "step_judge")}
 
 
 def selection_effect(budgets: list[int], seeds: list[int], auroc: dict, losses: dict, floor: float | None = None) -> dict:

@@ -94,6 +94,8 @@ def section_html(summary: dict, figures: list[Path]) -> str:
               " The uniform arm's accuracy does not rise with labels here (slope &le; 0), so the ratio of slopes "
               "is undefined (shown as inf); read the differences below.")
     caveat += _equal_labels_note(summary["differences"], c["budgets"])
+    if "ceilings" in summary:
+        caveat += " " + html.escape(_ceilings_text(summary).replace("**", ""))
     parts = ["<h2>Active learning: convincing wrong answers against uniform selection</h2>",
              f"<p class='note'>{intro}</p>", f"<p><b>{verdict}</b>{caveat}</p>"]
     parts.append(table(*factor_rows(summary)))
@@ -198,6 +200,7 @@ def findings(summary: dict) -> str:
         side = "above" if v["ci95"][0] > 0 else "below" if v["ci95"][1] < 0 else "level with (CI spans 0)"
         at_equal.append(f"{side} uniform at {k} per problem ({interval(v, signed=True)} points)")
     bullets = ["**At equal selected labels** (the headline) active is " + "; ".join(at_equal) + ".",
+               *([_ceilings_text(summary)] if "ceilings" in summary else []),
                (f"**The slope ratio** (the paper's measure, beside it) is {ratio_interval(f['active_strict'])} counting "
                 f"the selector's labels, {ratio_interval(f['active_paper'])} counting only the selected ones; "
                 f"{'above 1 on every seed in both views' if every else 'not above 1 on every seed'}. The 2x target "
@@ -228,6 +231,14 @@ def findings(summary: dict) -> str:
                    + (f"; {sum(x.startswith('uniform') for x in stalled)} of them on uniform sets" if stalled else "")
                    + ".")
     return "\n".join(f"- {b}" for b in bullets)
+
+
+def _ceilings_text(summary: dict) -> str:
+    """The most any scorer could reach on the held-out pool, beside the best PRM of the study."""
+    c, n = summary["ceilings"], summary["n"]
+    best = max((p for arm in ("uniform", "active_paper") for p in summary["points"][arm]), key=lambda p: p["mean"])
+    return (f"**The ceilings** at best-of-{n}: pass@{n} {interval(c['pass'])}, the step-judge limit "
+            f"{interval(c['step_judge'])}; the study's best PRM ({best['model']}) reaches {interval(best)}.")
 
 
 def _selection_text(e: dict) -> str:

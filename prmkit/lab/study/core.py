@@ -139,6 +139,23 @@ def bon_per_problem(solutions, scores: np.ndarray, n: int) -> np.ndarray:
     return exact_bon(pool, "s", [min(n, m)])[:, 0]  # (problems, ns): the column of this n, one value per problem
 
 
+def ceilings_per_problem(solutions, n: int) -> dict[str, np.ndarray]:
+    """The most any scorer could reach at best-of-``n`` on each problem (in :func:`grouped` order), exactly:
+    ``pass`` (pass@n: an outcome judge picks a right answer if the subset has one) and ``step_judge`` (the step-judge
+    limit: a perfect step judge picks an answered sample whose every step the oracle finds valid, if there is one).
+    ``n`` is capped at the largest problem's pool, as in :func:`bon_per_problem`."""
+    from prmkit.evaluate.bon import exact_pass
+    from prmkit.evaluate.pool import pool_from_lists
+    from prmkit.lab.domains import oracle_labels
+
+    groups = grouped(solutions)
+    pool = pool_from_lists([[solutions[i].answer for i in g] for g in groups],
+                           [[solutions[i].grade == "correct" for i in g] for g in groups], answer_key="exact",
+                           valid=[[all(x.rating != -1 for x in oracle_labels(solutions[i])) for i in g] for g in groups])
+    n = min(n, int(pool.sizes.max()))
+    return {"pass": exact_pass(pool, [n])[:, 0], "step_judge": exact_pass(pool, [n], good=pool.valid)[:, 0]}
+
+
 def log_fit(labels, accuracy) -> tuple[float, float]:
     """(slope, intercept) of the least-squares line ``accuracy = intercept + slope * ln(labels)``.
 
@@ -253,6 +270,7 @@ def write_study_outputs(root: Path, cfg, summary: dict, command: str, *, name: s
 __all__ = [
     "AGGREGATION",
     "bon_per_problem",
+    "ceilings_per_problem",
     "expected_steps",
     "grouped",
     "labelled_pool",

@@ -15,7 +15,9 @@ thread, so the time is the pass's own). Each strategy's row splits its wall time
 - ``loop_s``: the rest, prmkit's search itself (the strategy, the trace, the grouping, reading and writing).
 
 ``overhead`` is everything but the forward passes, as a share of the wall time (the target's words, ``met``);
-``loop_share`` prmkit's own loop alone (``loop_met``). The search asks a step at a time with the policy's step
+``loop_share`` prmkit's own loop alone (``loop_met``). ``calls_s`` is split by whose call it is: ``generator``
+and ``prm`` each give their calls' seconds, the forward passes inside them, and the rest (``outside_forward_s``),
+so a row says which of the two models' calls the overhead sits in. The search asks a step at a time with the policy's step
 marker as its stop string, as docs/search.md tells a user to; best-of-N samples whole solutions.
 
     .venv/bin/python bench/bench_search_overhead.py [--preset default] [--problems 8] [--n 16]
@@ -38,6 +40,58 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 TARGET = 0.10
 WHOLE = ("best_of_n", "weighted")
 """Strategies that sample whole solutions."""
+
+
+class Split:
+    """Seconds inside the calls of each owner (the generator's, the PRM's), and inside the forward passes made within
+    them: a pass is counted for the owner whose call is running (the two models may share a class)."""
+
+    def __init__(self):
+        self.calls, self.forward, self.running = {}, {}, []
+
+    def call(self, owner: str, fn):
+        def timed(*args, **kwargs):
+            if owner in self.running:
+                return fn(*args, **kwargs)
+            self.running.append(owner)
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.calls[owner] = self.calls.get(owner, 0.0) + time.perf_counter() - start
+                self.running.pop()
+        return timed
+
+    def pass_(self, fn):
+        def timed(*args, **kwargs):
+            start = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                owner = self.running[-1] if self.running else "none"
+                self.forward[owner] = self.forward.get(owner, 0.0) + time.perf_counter() - start
+        return timed
+
+    def row(self) -> dict:
+        return {owner: {"calls_s": round(self.calls.get(owner, 0.0), 3), "forward_s": round(self.forward.get(owner, 0.0), 3),
+                        "outside_forward_s": round(self.calls.get(owner, 0.0) - self.forward.get(owner, 0.0), 3)}
+                for owner in sorted(set(self.calls) | set(self.forward))}
+
+
+@contextmanager
+def split_timing(owners: dict[str, list[tuple[type, str]]], passes: list[type], split: Split):
+    """``split`` counts each owner's calls (``{"generator": [(cls, name), ...], ...}``) and the forward passes of
+    ``passes`` within them while the block runs."""
+    wrapped = [(cls, name, split.call(owner, getattr(cls, name))) for owner, pairs in owners.items()
+               for cls, name in pairs] + [(cls, "forward", split.pass_(cls.forward)) for cls in passes]
+    saved = [(cls, name, getattr(cls, name)) for cls, name, _ in wrapped]
+    for cls, name, fn in wrapped:
+        setattr(cls, name, fn)
+    try:
+        yield split
+    finally:
+        for cls, name, fn in reversed(saved):
+            setattr(cls, name, fn)
 
 
 class Clock:
@@ -87,9 +141,11 @@ def measure(strategy: str, args, problems_file: Path, prm: Path, out: Path) -> d
                                                   temperature=1.0, max_new_tokens=args.max_new_tokens,
                                                   **({} if args.batch_size is None else {"batch_size": args.batch_size})))
     model_types = model_classes(args.preset, prm)
-    forward, calls = Clock(), Clock()
+    forward, calls, split = Clock(), Clock(), Split()
+    owners = {"generator": [(BackendExpander, "extend"), (BackendExpander, "rollout")], "prm": [(PRMScorer, "score")]}
     with timing([(t, "forward") for t in model_types], forward), \
-            timing([(BackendExpander, "extend"), (BackendExpander, "rollout"), (PRMScorer, "score")], calls):
+            timing([pair for pairs in owners.values() for pair in pairs], calls), \
+            split_timing(owners, model_types, split):
         start = time.perf_counter()
         summary = search_file(str(problems_file), str(out), cfg, progress=False)
         wall = time.perf_counter() - start
@@ -100,7 +156,7 @@ def measure(strategy: str, args, problems_file: Path, prm: Path, out: Path) -> d
             "calls_s": round(calls.seconds - forward.seconds, 3), "loop_s": round(wall - calls.seconds, 3),
             "overhead": round((wall - forward.seconds) / wall, 4), "loop_share": round((wall - calls.seconds) / wall, 4),
             "target": TARGET, "met": (wall - forward.seconds) / wall <= TARGET,
-            "loop_met": (wall - calls.seconds) / wall <= TARGET, "searched": summary["searched"]}
+            "loop_met": (wall - calls.seconds) / wall <= TARGET, "searched": summary["searched"], **split.row()}
 
 
 def model_classes(preset: str, prm: Path) -> list[type]:

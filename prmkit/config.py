@@ -161,6 +161,12 @@ def convert(tp, value, key: str = "value"):
 
     >>> convert(bool, "false"), convert(int | None, "none"), convert(list, "a, b"), convert(tuple[int, ...], "4 8")
     (False, None, ['a', ' b'], (4, 8))
+
+    A fixed-length tuple written as text separates its values with ``:``, so a list of pairs reads
+    ``"+:3,set:0.25"``:
+
+    >>> convert(tuple[tuple[str, float], ...], "+:3,set:0.25")
+    (('+', 3.0), ('set', 0.25))
     """
     optional = isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union
     if optional:
@@ -173,9 +179,15 @@ def convert(tp, value, key: str = "value"):
         raise ValueError(f"setting {key!r} cannot be unset (none); give a value")
     if origin in (list, tuple):
         args = typing.get_args(tp)
-        items = _split(value, args[0] if args else str) if isinstance(value, str) else list(value)
-        if args and Ellipsis not in args and origin is tuple:  # fixed length: one type per position
-            items = [convert(a, v, key) for a, v in zip(args, items, strict=True)]
+        fixed = bool(args) and Ellipsis not in args and origin is tuple  # one type per position
+        if isinstance(value, str):
+            items = value.split(":") if fixed else _split(value, args[0] if args else str)
+        else:
+            items = list(value)
+        if fixed:
+            if len(items) != len(args):
+                raise ValueError(f"setting {key!r} expects {len(args)} values (text: separated by ':'), got {value!r}")
+            items = [convert(a, v, key) for a, v in zip(args, items)]
         elif args:
             items = [convert(args[0], v, key) for v in items]
         return tuple(items) if origin is tuple else items

@@ -36,6 +36,18 @@ def test_stats_generates_in_memory_and_prints_a_table(capsys):
     assert "misread:" in out and "undo" in out and "generated in" in out
 
 
+def test_a_list_of_pairs_is_set_as_kind_colon_weight(capsys):
+    # the synthetic study's stated setting (docs/study-synthetic.md) is given this way on the command line
+    argv = ["lab", "stats", "--preset", "quick", "--set", "eval_problems=20", "--json"]
+    assert main([*argv, "--set", "domain.weights=+:3,-:2,set:5"]) == 0
+    with_set = json.loads(capsys.readouterr().out)["step_reasons"]
+    assert main(argv) == 0
+    without = json.loads(capsys.readouterr().out)["step_reasons"]
+    assert set(with_set) != set(without)  # the weights reached the generator: a `set` step appears or others vanish
+    assert main(["lab", "stats", "--preset", "quick", "--set", "domain.weights=+:3:1"]) == 2
+    assert "expects 2 values (text: separated by ':')" in capsys.readouterr().err
+
+
 def test_same_seed_same_bytes_through_the_cli(tmp_path):
     a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
     for path in (a, b):

@@ -334,6 +334,21 @@ def calibration_range_table(summary: dict) -> str:
                                           if met else "\n\nNo candidate meets the rule.")
 
 
+def synthetic_setting_table(summary: dict) -> str:
+    """Every candidate the synthetic study's setting rule measured (``scripts/synthetic_setting.py``), in its order,
+    the chosen one marked."""
+    rows = []
+    for i, c in enumerate(summary["candidates"]):
+        o, st = c["overrides"], c["stats"]
+        has_set = any(kind == "set" for kind, _ in o["domain.weights"])
+        rows.append([str(i), f"{o['generator.silent_fix_rate']:g}", "0.25" if has_set else "none",
+                     points(st["disagreement"]), points(st["right_wrong_step"]), points(st["wrong_no_wrong_step"]),
+                     points(st["pass@1"]), points(st["pass@16"]),
+                     "**chosen**" if i == summary["chosen"] else "meets" if c["meets"] else "no"])
+    return markdown(["#", "silent-fix rate", "`set` weight", "disagreement %", "right answer, wrong step %",
+                     "answered wrong, no wrong step %", "pass@1 %", "pass@16 %", "rule"], rows)
+
+
 def calibration_rules_table(summary: dict) -> str:
     """A plans grid's families read through their rules of thumb alone (``scripts/calibrate_family.py --rules``):
     each rule's share of problems finished late, and the shares of answers a verifier could give without reading
@@ -536,6 +551,7 @@ TABLES = {
     "calibration-chosen": calibration_table,
     "calibration-range": calibration_range_table,
     "calibration-rules": calibration_rules_table,
+    "synthetic-setting": synthetic_setting_table,
     **{f"budget-{name}": _budget(name) for name in ("accuracy", "fit", "equivalent", "matched", "auroc", "efficiency",
                                                            "findings")},
     **{f"synthetic-{name}": _study_rows("synthetic", name) for name in ("results", "large", "threshold")},

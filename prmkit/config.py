@@ -162,11 +162,11 @@ def convert(tp, value, key: str = "value"):
     >>> convert(bool, "false"), convert(int | None, "none"), convert(list, "a, b"), convert(tuple[int, ...], "4 8")
     (False, None, ['a', ' b'], (4, 8))
 
-    A fixed-length tuple written as text separates its values with ``:``, so a list of pairs reads
+    A fixed-length tuple written as text may separate its values with ``:``, so a list of pairs reads
     ``"+:3,set:0.25"``:
 
-    >>> convert(tuple[tuple[str, float], ...], "+:3,set:0.25")
-    (('+', 3.0), ('set', 0.25))
+    >>> convert(tuple[tuple[str, float], ...], "+:3,set:0.25"), convert(tuple[int, int], "5,9")
+    ((('+', 3.0), ('set', 0.25)), (5, 9))
     """
     optional = isinstance(tp, types.UnionType) or typing.get_origin(tp) is typing.Union
     if optional:
@@ -181,7 +181,8 @@ def convert(tp, value, key: str = "value"):
         args = typing.get_args(tp)
         fixed = bool(args) and Ellipsis not in args and origin is tuple  # one type per position
         if isinstance(value, str):
-            items = value.split(":") if fixed else _split(value, args[0] if args else str)
+            pair = fixed and ":" in value  # a pair inside a list of pairs; "5,9" (a range) stays comma-separated
+            items = value.split(":") if pair else _split(value, args[0] if args else str)
         else:
             items = list(value)
         if fixed:

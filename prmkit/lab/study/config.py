@@ -173,6 +173,10 @@ class SyntheticConfig:
     eval_samples: int = field(default=16, metadata={"help": "samples per held-out problem"})
     rm_steps: int = field(default=100, metadata={
         "help": "optimiser steps of every small reward model (0: rm.max_steps); the same for all methods and budgets"})
+    rm_epochs: float = field(default=0.0, metadata={
+        "help": "at least this many passes over its training set for every reward model, the large PRM's too: a set "
+                "of L labels trains max(steps, ceil(rm_epochs x L / rm.batch_size)) steps at most, so budgets up to "
+                "8,000 labels are not cut short by a cap sized for the smallest (0: the fixed step budgets alone)"})
     large_problems: int = field(default=2000, metadata={"help": "problems whose samples the large PRM learns from"})
     large_samples: int = field(default=4, metadata={
         "help": "samples per large-PRM problem, each rated by the simulated labellers (phase 2)"})
@@ -197,6 +201,8 @@ class SyntheticConfig:
             raise ValueError(f"synthetic.teacher must be prm or oracle, got {self.teacher!r}")
         if min(self.rm_steps, self.large_steps) < 0:
             raise ValueError("synthetic.rm_steps and synthetic.large_steps must be 0 (rm.max_steps) or positive")
+        if not 0 <= self.rm_epochs < math.inf:
+            raise ValueError(f"synthetic.rm_epochs must be a finite number at least 0, got {self.rm_epochs}")
 
 
 

@@ -189,6 +189,13 @@ class TrainScore(Job):
     version = RM_VERSION  # the lab's reward-model version: a change there recomputes every study's models
 
     @property
+    def work(self) -> float:
+        """The optimiser steps ``--plan`` expects it to train (:func:`~prmkit.lab.study.core.expected_steps`)."""
+        from prmkit.lab.study.core import expected_steps
+
+        return expected_steps(self.rm)
+
+    @property
     def model_dir(self) -> str:
         return str(Path(self.folder) / "model")
 

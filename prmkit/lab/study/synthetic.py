@@ -38,7 +38,9 @@ from prmkit.lab.jobs import init_worker
 from prmkit.lab.study.config import DIFFERENCES, KIND, METHODS, NAMES  # noqa: F401  (NAMES re-exported)
 from prmkit.lab.study.core import (
     bon_per_problem,
+    ceilings_per_problem,
     grouped,
+    labels_recipe,
     mean_ci,
     solution_column,
     solution_scores,
@@ -290,6 +292,24 @@ def study_configs(cfg):
     return with_rm_steps(cfg, sc.rm_steps), with_rm_steps(cfg, sc.large_steps)
 
 
+def small_recipe(cfg, k: int):
+    """The recipe of a small reward model of ``k`` samples per problem: ``rm_steps``, raised to ``rm_epochs`` passes
+    over its ``k x problems`` labels (:func:`~prmkit.lab.study.core.labels_recipe`).
+
+    >>> from prmkit.lab.study.config import study_preset
+    >>> cfg = study_preset("synthetic").replace({"synthetic.problems": 500})
+    >>> [small_recipe(cfg.replace({"synthetic.rm_epochs": e}), 16).max_steps for e in (0, 8)]
+    [100, 2000]
+    """
+    return labels_recipe(study_configs(cfg)[0], cfg.synthetic.rm_epochs, k * cfg.synthetic.problems)
+
+
+def large_recipe(cfg):
+    """The large PRM's recipe: ``large_steps``, raised to ``rm_epochs`` passes over its labels."""
+    sc = cfg.synthetic
+    return labels_recipe(study_configs(cfg)[1], sc.rm_epochs, sc.large_problems * sc.large_samples)
+
+
 def prepare(cfg, seeds: list[int]):
     """The study's checks: rule-based pools, and a large PRM whose problems no run seed shares."""
     if cfg.policy != "rules":
@@ -304,15 +324,14 @@ def prepare(cfg, seeds: list[int]):
 def stages(cfg, ctx) -> list:
     """Data (the large PRM's and each seed's), the base, the large PRM, its labels, the small reward models."""
     sc = cfg.synthetic
-    small, large_cfg = study_configs(cfg)
     large_data = LargeData(str(ctx.root / "large" / "data"), cfg, sc.large_seed)
     pools = {s: Pools(str(ctx.seed_dir(s) / "data"), cfg, s) for s in ctx.seeds}
     base = ctx.base(cfg)
-    prm = TrainScore(str(ctx.root / "large" / "prm"), "prm", large_data.output("labelled.jsonl.gz"), large_cfg.rm,
+    prm = TrainScore(str(ctx.root / "large" / "prm"), "prm", large_data.output("labelled.jsonl.gz"), large_recipe(cfg),
                      sc.large_seed, base, {}, **ctx.how)
     labels = {s: Label(str(ctx.seed_dir(s) / "label"), cfg, s, prm, pools[s], **ctx.how) for s in ctx.seeds}
-    rms = [TrainScore(str(ctx.seed_dir(s) / f"rm-{m}-{k}"), KIND[m], labels[s].output(f"{m}-{k}.jsonl.gz"), small.rm,
-                      s, base, {"eval": pools[s].output("eval.jsonl.gz")}, **ctx.how)
+    rms = [TrainScore(str(ctx.seed_dir(s) / f"rm-{m}-{k}"), KIND[m], labels[s].output(f"{m}-{k}.jsonl.gz"),
+                      small_recipe(cfg, k), s, base, {"eval": pools[s].output("eval.jsonl.gz")}, **ctx.how)
            for k in sorted(sc.per_problem, reverse=True)  # the largest sets first: they finish last otherwise
            for s in ctx.seeds for m in METHODS]
     return [("data", [large_data, *pools.values()]), ("base", [base]), ("large PRM", [prm]),
@@ -325,9 +344,10 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
 
     sc = cfg.synthetic
     per_problem: dict = {m: {k: [] for k in sc.per_problem} for m in METHODS}
-    large_acc, first, per_seed = [], [], {}
+    large_acc, first, per_seed, ceilings = [], [], {}, []
     for s in seeds:
         sols = list(read_solutions(root / f"seed-{s}" / "data" / "eval.jsonl.gz"))
+        ceilings.append(ceilings_per_problem(sols, sc.n))
         large_probs = step_probabilities(root / f"seed-{s}" / "label" / "scored-eval.jsonl.gz")
         large_acc.append(bon_per_problem(sols, solution_scores(large_probs), sc.n))
         first.append(np.array([np.mean([sols[i].grade == "correct" for i in g]) for g in grouped(sols)]))
@@ -347,11 +367,14 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
     large_stats = json.loads((root / "large" / "prm" / "done.json").read_text())
     return {"study": "synthetic", "preset": cfg.name, "seeds": seeds, "n": sc.n, "config": dataclasses.asdict(sc),
             "rm_steps": study_configs(cfg)[0].rm.max_steps,
+            "rm_steps_per_budget": {str(k): small_recipe(cfg, k).max_steps for k in sc.per_problem},
+            "large_rm_steps": large_recipe(cfg).max_steps,
+            "ceilings": {k: mean_ci(np.stack([c[k] for c in ceilings])) for k in ("pass", "step_judge")},
             "labels": {str(k): sc.problems * k for k in sc.per_problem},
             "accuracy": {m: {str(k): v for k, v in acc[m].items()} for m in METHODS},
             "differences": {d: {str(k): v for k, v in diffs[d].items()} for d in diffs},
             "ordering": {str(k): v for k, v in ordering(acc, diffs).items()},
-            "large_prm": {"labels": sc.large_problems * sc.large_samples, "steps": study_configs(cfg)[1].rm.max_steps,
+            "large_prm": {"labels": sc.large_problems * sc.large_samples, "steps": large_recipe(cfg).max_steps,
                           "final_loss": large_stats.get("final_loss"), f"bon@{sc.n}": mean_ci(np.stack(large_acc)),
                           "step_auroc_eval": [per_seed[str(s)]["large_prm"]["step_auroc_eval"] for s in seeds]},
             "first_sample": mean_ci(np.stack(first)), "per_seed": per_seed,

@@ -81,6 +81,18 @@ def threshold_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
             rows)
 
 
+def ceilings_text(summary: dict) -> str:
+    """The held-out pool's ceilings at best-of-N, where the summary holds them (from rm_epochs on), as a clause.
+
+    >>> ceilings_text({}), ceilings_text({"n": 16, "ceilings": {k: {"mean": 0.5, "ci95": [0.4, 0.6]} for k in ("pass", "step_judge")}})
+    ('', '; the most any scorer could reach: pass@16 50.0 [40.0, 60.0], the step-judge limit 50.0 [40.0, 60.0]')
+    """
+    if "ceilings" not in summary:
+        return ""
+    c, n = summary["ceilings"], summary["n"]
+    return f"; the most any scorer could reach: pass@{n} {interval(c['pass'])}, the step-judge limit {interval(c['step_judge'])}"
+
+
 def section_html(summary: dict, figure_path: Path) -> str:
     """The study's HTML fragment (from ``<h2>``), included verbatim in the lab report."""
     from prmkit.evaluate.html import figure, table
@@ -104,7 +116,7 @@ def section_html(summary: dict, figure_path: Path) -> str:
         "<h2>Synthetic supervision (a large PRM labels data for small reward models)</h2>", note,
         table(*results_rows(summary)), figure(Path(figure_path)),
         (f"<p class='note'>first sample: {interval(summary['first_sample'])}; the large PRM itself, best-of-{n}: "
-         f"{interval(summary['large_prm'][f'bon@{n}'])}.</p>"),
+         f"{interval(summary['large_prm'][f'bon@{n}'])}{ceilings_text(summary)}.</p>"),
         "<h3>The large PRM and its labels (against the oracle, on the fresh samples)</h3>", table(*large_rows(summary)),
         ("<p class='note'>Its labels at other thresholds (a diagnostic, mean over seeds; training used "
          f"{c['threshold']}):</p>"), table(*threshold_rows(summary)),

@@ -44,7 +44,9 @@ WHOLE = ("best_of_n", "weighted")
 
 class Split:
     """Seconds inside the calls of each owner (the generator's, the PRM's), and inside the forward passes made within
-    them: a pass is counted for the owner whose call is running (the two models may share a class)."""
+    them: a pass is counted for the owner whose call is running (the two models may share a class). An owner's call
+    made inside another's would count in both owners' seconds; prmkit's search never makes one (it asks the generator,
+    then the PRM, in turn)."""
 
     def __init__(self):
         self.calls, self.forward, self.running = {}, {}, []

@@ -24,7 +24,7 @@ from prmkit.lab.stats import pool_stats
 from prmkit.stack import run_record
 
 DEV_SEEDS = (0, 1, 2)
-WEIGHTS = (("+", 3.0), ("-", 2.0), ("less", 1.5), ("twice", 1.0), ("again", 1.2))
+WEIGHTS = preset("default").domain.weights
 """The default family's transaction kinds (no ``set``)."""
 GRID = [{"generator.silent_fix_rate": fix, "domain.weights": weights}
         for fix, weights in itertools.product([0.05, 0.1, 0.2, 0.3, 0.4], [WEIGHTS, (*WEIGHTS, ("set", 0.25))])]
@@ -74,8 +74,8 @@ def main(argv=None) -> int:
         stats = measure(overrides, problems=args.problems)
         ok = meets(stats)
         rows.append({"overrides": overrides, "stats": stats, "meets": ok})
-        has_set = any(k == "set" for k, _ in overrides["domain.weights"])
-        print(f"{i:>2} {overrides['generator.silent_fix_rate']:>10} {'yes' if has_set else 'no':>4} "
+        set_weight = dict(overrides["domain.weights"]).get("set", 0.0)
+        print(f"{i:>2} {overrides['generator.silent_fix_rate']:>10} {set_weight:>4g} "
               f"{stats['disagreement']:>8.3f} {stats['right_wrong_step']:>16.3f} {stats['pass@1']:>7.3f} "
               f"{stats['pass@16']:>7.3f}{'  <- meets the rule' if ok else ''}", flush=True)
         if ok and chosen is None:

@@ -46,6 +46,11 @@ def test_a_list_of_pairs_is_set_as_kind_colon_weight(capsys):
     assert set(with_set) != set(without)  # the weights reached the generator: a `set` step appears or others vanish
     assert main(["lab", "stats", "--preset", "quick", "--set", "domain.weights=+:3:1"]) == 2
     assert "expects 2 values (text: separated by ':')" in capsys.readouterr().err
+    from prmkit.config import convert
+
+    assert convert(tuple[int, int], "5,9") == convert(tuple[int, int], "5:9") == (5, 9)
+    with pytest.raises(ValueError, match="'domain.steps' expects 2 values"):
+        convert(tuple[int, int], "5", "domain.steps")
 
 
 def test_same_seed_same_bytes_through_the_cli(tmp_path):

@@ -97,6 +97,18 @@ def test_provenance_time_generations_and_determinism(train):
     assert label(train, LabellerConfig(), seed=6) == label(train, LabellerConfig(), seed=6)
 
 
+def test_a_second_stream_is_the_same_labellers_with_draws_of_its_own(train, monkeypatch):
+    first, second = label(train, LabellerConfig(), seed=6), label(train, LabellerConfig(), seed=6, stream=1)
+    assert label(train, LabellerConfig(), seed=6, stream=0) == first  # stream 0 is the call without one
+    assert [r.labeller for r in first] != [r.labeller for r in second]
+    assert label(train, LabellerConfig(), seed=6, stream=1) == second
+    seen = []
+    monkeypatch.setattr("prmkit.lab.labellers.labeller_lenience", lambda cfg, seed: seen.append(seed) or
+                        labeller_lenience(cfg, seed))
+    label(train[:2], LabellerConfig(), seed=6, stream=1)
+    assert seen == [6]  # the same population: its lenience comes from the seed alone
+
+
 def test_times_scatter_around_the_medians(train):
     out = label(train, LabellerConfig(stop_at_first_error=False), seed=7)
     per_step = sorted((lab.total_time_ms - 30_000) / len(lab.steps) for lab in out)

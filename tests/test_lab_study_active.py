@@ -122,6 +122,35 @@ def test_the_ceilings_equal_brute_force_over_every_subset(candidates, n):
     assert np.all(got["step_judge"] <= got["pass"] + 1e-12)  # under the oracle a valid answered sample is right
 
 
+def test_only_a_recipe_that_validates_gets_the_seeds_split_and_it_is_labelled_on_its_own(tmp_path):
+    from prmkit.io import read_solutions
+    from prmkit.lab.study.active import VALID, Model, Valid, stages
+    from prmkit.lab.study.protocol import Context
+
+    def jobs(cfg):
+        return [job for _, stage in stages(cfg, Context(tmp_path, (0,), "cpu")) for job in stage]
+
+    sizes = {"active.budgets": "1,2", "active.candidates": 4, "active.train_problems": 6, "active.valid_problems": 3,
+             "active.valid_samples": 2, "active.eval_problems": 2, "active.eval_samples": 2}
+    study = study_preset("active", "quick").replace(sizes)
+    lab = study_preset("active", "quick", rm_protocol="lab").replace(sizes)
+    assert not any(isinstance(j, Valid) for j in jobs(study))
+    assert all(j.valid is None for j in jobs(study) if isinstance(j, Model))
+    valid = [j for j in jobs(lab) if isinstance(j, Valid)]
+    assert len(valid) == 1 and all(j.valid == valid[0] for j in jobs(lab) if isinstance(j, Model))
+    out = tmp_path / "valid"
+    out.mkdir()
+    assert valid[0].run(out) == {"valid": 6}
+    records = list(read_solutions(out / VALID))
+    cands = generate_pool(lab, 0, "train", problems=6, samples=4)
+    assert not {r.problem.id for r in records} & {c.problem.id for c in cands}
+    pool = generate_pool(lab, 0, "train", problems=9, samples=2, skip=6)
+    assert [r.id for r in records] == [s.id for s in pool]
+    same_stream = label(pool, lab.labellers, seed=0)
+    assert [r.ratings for r in records] != [r.ratings for r in same_stream] or \
+        [r.labeller for r in records] != [r.labeller for r in same_stream]  # draws of its own, not stream 0's
+
+
 def test_selection_effect_reads_each_weak_prm_against_its_uniform_sibling():
     auroc = {"uniform-1": [0.95, 0.85], "uniform-2": [0.96, 0.97], "active-1": [0.70, 0.97],
              "active-2": [0.80, 0.98], "gen-2": [0.60, 0.99]}
@@ -131,9 +160,43 @@ def test_selection_effect_reads_each_weak_prm_against_its_uniform_sibling():
     readings = {(w["model"], w["seed"]): (w["reading"], w["sibling"]) for w in e["below_floor"]}
     assert readings == {("uniform-1", 11): ("weak", None), ("active-1", 10): ("selection effect", "uniform-1"),
                         ("active-2", 10): ("did not fit", "uniform-2"), ("gen-2", 10): ("selection effect", "uniform-2")}
+    assert selection_effect([1], [10], {"uniform-1": [0.95], "active-1": [0.5]}, {"uniform-1": [None], "active-1": [0.1]},
+                            floor=0.9)["below_floor"][0]["reading"] == "unknown"
     d = {x["per_problem"]: x for x in e["auroc_difference"]}
     assert d[1]["per_seed"] == pytest.approx([-0.25, 0.12]) and d[2]["mean"] == pytest.approx((-0.16 + 0.01) / 2)
     assert d[1]["ci95"][0] <= d[1]["mean"] <= d[1]["ci95"][1]
+
+
+def test_the_selection_effect_reaches_the_page_and_the_findings():
+    from prmkit.lab.study.active_pages import findings, selection_rows
+
+    e = selection_effect([1, 2], [10, 11], {"uniform-1": [0.95, 0.85], "uniform-2": [0.96, 0.97],
+                                            "active-1": [0.70, 0.97], "active-2": [0.95, 0.98]},
+                         {"uniform-1": [0.40, 0.60], "uniform-2": [0.38, 0.37], "active-1": [0.05, 0.30],
+                          "active-2": [0.45, 0.20]}, floor=0.9)
+    _, rows = selection_rows({"selection_effect": e})
+    assert [r[0] for r in rows] == ["active-1 - uniform-1", "active-2 - uniform-2", "uniform-1, seed 11",
+                                    "active-1, seed 10"]
+    assert rows[0][1] == f"{e['auroc_difference'][0]['mean']:+.3f} [{e['auroc_difference'][0]['ci95'][0]:+.3f}, " \
+                         f"{e['auroc_difference'][0]['ci95'][1]:+.3f}]"
+    assert rows[3][2:] == ["0.050 (its sibling uniform-1: 0.400)", "selection effect"] and rows[2][3] == "weak"
+    point = {"mean": 0.5, "ci95": [0.4, 0.6], "per_seed": [0.5, 0.5], "step_auroc": [0.9, 0.9],
+             "set": {"wrong_answer": 0.5, "wrong_step": 0.5, "found_error": 0.5, "rated_steps": 4.0,
+                     "answered_wrong": 0.45, "wrong_answer_no_wrong_step": 0.05}}
+    summary = {"factors": {arm: {"factor": 1.0, "ci95": [0.5, 2.0], "per_seed": [1.0, 1.0]}
+                           for arm in ("active_strict", "active_paper")},
+               "differences": {f"active-{k} - uniform-{k}": {"mean": 0.0, "ci95": [-0.1, 0.1], "per_seed": [0, 0]}
+                               for k in (1, 2)},
+               "config": {"budgets": [1, 2]}, "n": 16,
+               "headline": {"view": "active_strict", "conclusive": False, "point_estimate_met": False},
+               "points": {"uniform": [{**point, "model": "uniform-1"}], "active_paper": [{**point, "model": "active-1"}]},
+               "ceilings": {"pass": {"mean": 0.8, "ci95": [0.7, 0.9]}, "step_judge": {"mean": 0.6, "ci95": [0.5, 0.7]}},
+               "selection_effect": e, "models": {10: {"uniform-1": {"step_auroc": 0.95}}}}
+    text = findings(summary)
+    assert text.startswith("- **At equal selected labels** (the headline)")
+    assert "pass@16 80.0 [70.0, 90.0], the step-judge limit 60.0 [50.0, 70.0]" in text
+    assert "2 PRMs below the lab's floor of 0.9, selection effect: active-1 (seed 10, 0.700); weak: uniform-1" in text
+    assert "5.0% are wrong answers with no wrong step" in text
 
 
 def test_a_plan_prices_a_model_by_the_steps_its_labels_expect():

@@ -340,8 +340,8 @@ def synthetic_setting_table(summary: dict) -> str:
     rows = []
     for i, c in enumerate(summary["candidates"]):
         o, st = c["overrides"], c["stats"]
-        has_set = any(kind == "set" for kind, _ in o["domain.weights"])
-        rows.append([str(i), f"{o['generator.silent_fix_rate']:g}", "0.25" if has_set else "none",
+        set_weight = dict(o["domain.weights"]).get("set")
+        rows.append([str(i), f"{o['generator.silent_fix_rate']:g}", "none" if set_weight is None else f"{set_weight:g}",
                      points(st["disagreement"]), points(st["right_wrong_step"]), points(st["wrong_no_wrong_step"]),
                      points(st["pass@1"]), points(st["pass@16"]),
                      "**chosen**" if i == summary["chosen"] else "meets" if c["meets"] else "no"])

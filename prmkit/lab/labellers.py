@@ -130,11 +130,13 @@ def _phase(ratings: list[int], answered: bool, stop: bool) -> tuple[int, str]:
     return len(ratings), "solution" if answered else "give_up"
 
 
-def label(solutions: list[Solution], cfg: LabellerConfig, seed: int) -> list[Solution]:
+def label(solutions: list[Solution], cfg: LabellerConfig, seed: int, stream: int = 0) -> list[Solution]:
     """Simulated labels for ``solutions`` (of either lab domain, told by the problem's family), one
-    record per solution, in order. The same solutions, config and seed give equal records.
+    record per solution, in order. The same solutions, config and seed give equal records. ``stream``: another
+    batch for the same labellers (the seed's population, its lenience), with draws of its own: who labels each
+    record and their slips are not those of stream 0's record at the same position.
     """
-    rng = np.random.default_rng([seed, 0])
+    rng = np.random.default_rng([seed, 0, stream] if stream else [seed, 0])
     lenience = labeller_lenience(cfg, seed)
     who = rng.integers(cfg.labellers, size=len(solutions))
     clocks = [datetime.fromisoformat(cfg.start_time)] * cfg.labellers

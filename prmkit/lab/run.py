@@ -142,9 +142,15 @@ def job_rm(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, base_di
 def arm_recipe(name: str, budget: int, cfg: LabConfig, folder: Path):
     """The recipe arm ``name`` trains by (its step cap counted in passes over its data), validated on the split
     :func:`arm_data` wrote in ``folder/valid.jsonl.gz``, where it wrote one."""
-    rm = recipe_for(cfg.rm, count_of(name, budget, cfg))
-    valid = folder / "valid.jsonl.gz"
-    return dataclasses.replace(rm, eval_data=str(valid)) if valid.is_file() else rm
+    return validated_on(recipe_for(cfg.rm, count_of(name, budget, cfg)), folder / "valid.jsonl.gz")
+
+
+def validated_on(rm, valid: Path | None):
+    """``rm`` validated on the labelled split in file ``valid``, where the recipe reads held-out labels
+    (:func:`uses_validation`) and the file exists; else ``rm`` as it is."""
+    if valid is not None and Path(valid).is_file() and uses_validation(rm):
+        return dataclasses.replace(rm, eval_data=str(valid))
+    return rm
 
 
 def arm_data(out: Path, name: str, budget: int, cfg: LabConfig, seed: int, data_dir: str, select_dir: Path):

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 from prmkit.lab.jobs import init_worker
-from prmkit.lab.run import RM_VERSION, uses_validation
+from prmkit.lab.run import RM_VERSION, uses_validation, validated_on
 from prmkit.lab.study.active_pages import write_outputs
 from prmkit.lab.study.core import (
     AGGREGATION,
@@ -186,13 +186,12 @@ def equivalent_labels(labels_base, base_curve, labels_arm, arm_curve) -> list[fl
 
 @dataclass(frozen=True)
 class Data(Seeded):
-    """Candidates (every one rated by the simulated labellers), the seed's validation split (uniform samples of
-    ``valid_problems`` further training problems, labelled), the held-out pool and its oracle step truth (sampled
-    by ``base`` under the ``lm`` policy)."""
+    """Candidates (every one rated by the simulated labellers), the held-out pool and its oracle step truth
+    (sampled by ``base`` under the ``lm`` policy)."""
 
     base: Base | None = None
     reads = ("domain", "generator", "policy", "labellers", "active.train_problems", "active.candidates",
-             "active.eval_problems", "active.eval_samples", "active.valid_problems", "active.valid_samples")
+             "active.eval_problems", "active.eval_samples")
     version = VERSION
 
     def run(self, out: Path) -> dict:
@@ -205,23 +204,41 @@ class Data(Seeded):
         cands = generate_pool(cfg, seed, "train", problems=a.train_problems, samples=a.candidates, device=device)
         write_records(out / "candidates.jsonl.gz", cands)
         write_records(out / "labelled.jsonl.gz", label(cands, cfg.labellers, seed))
-        valid = []
-        if a.valid_problems:  # problems past the candidates': no arm can choose a validation solution
-            valid = generate_pool(cfg, seed, "train", problems=a.train_problems + a.valid_problems,
-                                  samples=a.valid_samples, device=device, skip=a.train_problems)
-            write_records(out / VALID, label(valid, cfg.labellers, seed))
         pool = generate_pool(cfg, seed, "eval", problems=a.eval_problems, samples=a.eval_samples, device=device)
         write_records(out / "eval.jsonl.gz", pool)
         truth = [[x.rating for x in oracle_labels(s)] for s in pool]
         np.savez(out / "eval-truth.npz", values=np.array([r for t in truth for r in t], dtype=np.int8),
                  offsets=np.concatenate([[0], np.cumsum([len(t) for t in truth])]).astype(np.int64))
         wrong = float(np.mean([s.grade != "correct" for s in cands]))
-        return {"candidates": len(cands), "eval": len(pool), "valid": len(valid),
-                "candidate_wrong_answer": round(wrong, 4)}
+        return {"candidates": len(cands), "eval": len(pool), "candidate_wrong_answer": round(wrong, 4)}
+
+
+@dataclass(frozen=True)
+class Valid(Seeded):
+    """The seed's validation split: ``valid_samples`` uniform samples of each of ``valid_problems`` training problems
+    past the candidates' (no arm can choose one), labelled by the same labellers in a stream of their own
+    (:func:`prmkit.lab.labellers.label`). Read by every PRM of the seed whose recipe validates; a run whose recipe
+    does not (the study protocol) never makes it."""
+
+    base: Base | None = None
+    reads = ("domain", "generator", "policy", "labellers", "active.train_problems", "active.valid_problems",
+             "active.valid_samples")
+    version = VERSION
+
+    def run(self, out: Path) -> dict:
+        from prmkit.io import write_records
+        from prmkit.lab.labellers import label
+        from prmkit.lab.pools import generate_pool
+
+        cfg, a = self.cfg, self.cfg.active
+        valid = generate_pool(cfg, self.seed, "train", problems=a.train_problems + a.valid_problems,
+                              samples=a.valid_samples, device=self.device, skip=a.train_problems)
+        write_records(out / VALID, label(valid, cfg.labellers, self.seed, stream=1))
+        return {"valid": len(valid)}
 
 
 VALID = "valid.jsonl.gz"
-"""The seed's shared validation split in the data folder (absent with ``valid_problems`` 0)."""
+"""The seed's shared validation split in a :class:`Valid` folder."""
 
 
 def eval_metrics(pool: list, probs: list[np.ndarray], truth_file: Path, n: int) -> tuple[np.ndarray, float]:
@@ -244,7 +261,7 @@ class Model(Seeded):
     """Choose a plan's training set, train a PRM on its labels, score the held-out pool (and, for a
     selector, every candidate), and evaluate it. The plan's scorers are the models that rank its active
     batches; ``wrong_grades`` and ``answered_only`` are set only for a plan that selects (they change nothing
-    else)."""
+    else); ``valid``, the seed's validation split, only where the recipe validates."""
 
     base: Base = None
     data: Data = None
@@ -252,6 +269,7 @@ class Model(Seeded):
     score_candidates: bool = False
     wrong_grades: tuple | None = None
     answered_only: bool | None = None
+    valid: Valid | None = None
     reads = ("rm", "active.n", "active.wrong_share", "active.rm_steps", "active.rm_epochs")
 
     version = (VERSION, RM_VERSION)
@@ -268,7 +286,9 @@ class Model(Seeded):
 
     @property
     def work(self) -> float:
-        """The optimiser steps ``--plan`` expects it to train (:func:`~prmkit.lab.study.core.expected_steps`)."""
+        """The optimiser steps ``--plan`` expects it to train (:func:`~prmkit.lab.study.core.expected_steps`). Scoring
+        the held-out pool adds about the same to every model, and a selector's scoring of every candidate is priced
+        in its own kind (:attr:`plan_kind`), so steps alone order the rest."""
         return expected_steps(rm_recipe(self.cfg, self.labels))
 
     def run(self, out: Path) -> dict:
@@ -291,7 +311,7 @@ class Model(Seeded):
         pools = {"eval": str(data / "eval.jsonl.gz")}
         if self.score_candidates:
             pools["candidates"] = str(data / "candidates.jsonl.gz")
-        rm = rm_recipe(cfg, len(train), data / VALID)
+        rm = rm_recipe(cfg, len(train), Path(self.valid.folder) / VALID if self.valid else None)
         info = train_and_score(out, "prm", out / "train.jsonl.gz", rm, seed, self.base.model_dir, pools, "prm",
                                self.progress, self.device)
         pool = list(read_solutions(data / "eval.jsonl.gz"))
@@ -310,7 +330,10 @@ def stages(cfg, ctx):
     generation (each ranked by models of the one before)."""
     base = ctx.base(cfg)
     data = {s: Data(str(ctx.seed_dir(s) / "data"), cfg, s, sampler(cfg, base), device=ctx.device) for s in ctx.seeds}
-    yield from [("base", [base]), ("data", list(data.values()))]
+    validates = cfg.active.valid_problems > 0 and uses_validation(rm_recipe(cfg))
+    valid = {s: Valid(str(ctx.seed_dir(s) / "valid"), cfg, s, sampler(cfg, base), device=ctx.device) if validates
+             else None for s in ctx.seeds}
+    yield from [("base", [base]), ("data", [*data.values(), *(v for v in valid.values() if v)])]
     models = model_plans(cfg.active)
     made = {s: {} for s in ctx.seeds}
     for depth in range(max(m["depth"] for m in models) + 1):
@@ -321,7 +344,7 @@ def stages(cfg, ctx):
                 selects = any(st == "active" for st, *_ in m["plan"])
                 made[s][m["name"]] = Model(str(ctx.seed_dir(s) / m["name"]), cfg, s, base, data[s], plan,
                                            m["score_candidates"], cfg.active.wrong_grades if selects else None,
-                                           cfg.active.answered_only if selects else None, **ctx.how)
+                                           cfg.active.answered_only if selects else None, valid[s], **ctx.how)
                 stage.append(made[s][m["name"]])
         yield stage_name(depth, cfg.active.n_generations), stage
 
@@ -341,16 +364,14 @@ def stage_name(depth: int, generations: int) -> str:
 def rm_recipe(cfg, labels: int = 0, valid: Path | None = None):
     """The recipe of a PRM trained on ``labels`` solutions: ``active.rm_steps`` (0 keeps ``rm.max_steps``), raised
     to ``active.rm_epochs`` passes over the set (:func:`~prmkit.lab.study.core.labels_recipe`); where it reads
-    held-out labels (restarts, early stopping) and the seed's shared split ``valid`` exists, validated on that.
+    held-out labels (restarts, early stopping) and the seed's shared split ``valid`` exists, validated on that
+    (:func:`prmkit.lab.run.validated_on`).
 
     >>> from prmkit.lab.study.config import study_preset
     >>> [rm_recipe(study_preset("active"), n).max_steps for n in (500, 1000, 2000)]
     [300, 300, 500]
     """
-    rm = labels_recipe(with_rm_steps(cfg, cfg.active.rm_steps), cfg.active.rm_epochs, labels)
-    if valid is not None and valid.is_file() and uses_validation(rm):
-        return dataclasses.replace(rm, eval_data=str(valid))
-    return rm
+    return validated_on(labels_recipe(with_rm_steps(cfg, cfg.active.rm_steps), cfg.active.rm_epochs, labels), valid)
 
 
 def summarise(cfg, seeds: list[int], out: Path) -> dict:
@@ -395,8 +416,7 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
     return {"study": NAME, "seeds": list(seeds), "config": dataclasses.asdict(a), "n": a.n,
             "rm_steps": rm.max_steps, "rm_batch_size": rm.batch_size, "rm_epochs": a.rm_epochs,
             "rm_steps_per_labels": {str(x): rm_recipe(cfg, x).max_steps for x in sorted({k * P for k in b})},
-            "validation": {"solutions_per_seed": a.valid_problems * a.valid_samples,
-                           "validated_on": sorted({done[s][m].get("validated_on", "none") for s in seeds for m in models})},
+            "validation": validation_record(a, {done[s][m].get("validated_on", "none") for s in seeds for m in models}),
             "equal_labels": [{"per_problem": k, "labels": k * P, **diffs[f"active-{k} - uniform-{k}"]} for k in b],
             "selection_effect": selection_effect(b, seeds, auroc, losses),
             "ceilings": eval_ceilings(out, seeds, a.n),
@@ -409,6 +429,13 @@ def summarise(cfg, seeds: list[int], out: Path) -> dict:
             "models": {s: {m: {k: done[s][m].get(k) for k in ("labels", "bon", "step_auroc", "seconds",
                                                                "train_seconds", "score_seconds", "final_loss")}
                            for m in models} for s in seeds}}
+
+
+def validation_record(a, validated_on: set[str]) -> dict:
+    """How the study's PRMs validated (``shared``: the seed's split; ``own``: a tenth of their own labels; ``none``)
+    and the shared split's size per seed (0 where no model read it)."""
+    return {"validated_on": sorted(validated_on),
+            "solutions_per_seed": a.valid_problems * a.valid_samples if "shared" in validated_on else 0}
 
 
 def eval_ceilings(out: Path, seeds: list[int], n: int) -> dict:
@@ -427,7 +454,9 @@ def selection_effect(budgets: list[int], seeds: list[int], auroc: dict, losses: 
     labels per problem; a generation's sibling is uniform at its cumulative labels). A selected PRM that fitted its
     set at least as well as its sibling and still fell below the floor is a *selection effect* (it fits the chosen
     set and fails to generalise); one whose loss stayed above its sibling's did not fit (a stall); a uniform PRM
-    below the floor is *weak*, no selection involved.
+    below the floor is *weak*, no selection involved; a loss not recorded leaves the reading *unknown*. The reading
+    is approximate: a selected set's labels are more often negative than a uniform one's, so equal losses are not
+    equal fits; a loss at or below the sibling's on the harder set is the conservative side of it.
 
     >>> e = selection_effect([1], [0, 1], {"uniform-1": [0.95, 0.96], "active-1": [0.70, 0.97]},
     ...                      {"uniform-1": [0.40, 0.41], "active-1": [0.05, 0.30]}, floor=0.9)
@@ -449,9 +478,8 @@ def selection_effect(budgets: list[int], seeds: list[int], auroc: dict, losses: 
             sib = sibling[m]
             row = {"model": m, "seed": s, "step_auroc": x, "final_loss": losses[m][i], "sibling": sib,
                    "sibling_loss": losses[sib][i] if sib else None}
-            row["reading"] = ("weak" if sib is None else "selection effect"
-                              if None not in (row["final_loss"], row["sibling_loss"]) and row["final_loss"] <= row["sibling_loss"]
-                              else "did not fit")
+            row["reading"] = ("weak" if sib is None else "unknown" if None in (row["final_loss"], row["sibling_loss"])
+                              else "selection effect" if row["final_loss"] <= row["sibling_loss"] else "did not fit")
             weak.append(row)
     return {"floor": floor, "auroc_difference": diff, "below_floor": weak}
 
@@ -464,6 +492,7 @@ STUDY = Study(NAME, stages, summarise, write_outputs)
 
 __all__ = [
     "STUDY",
+    "Valid",
     "choose",
     "equivalent_labels",
     "model_plans",

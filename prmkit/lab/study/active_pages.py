@@ -177,10 +177,11 @@ def _loss(x) -> str:
 
 
 def _equal_labels_text(summary: dict) -> str:
-    """The paired differences at equal selected labels, per budget (the headline), as one clause."""
-    budgets = summary["config"]["budgets"]
-    return "; ".join(f"{k} per problem {interval(summary['differences'][f'active-{k} - uniform-{k}'], signed=True)} "
-                     "points" for k in budgets)
+    """The paired differences at equal selected labels, per budget (the headline: the summary's ``equal_labels``;
+    its ``headline`` keeps the slope ratio under its first name), as one clause."""
+    rows = summary.get("equal_labels") or [{"per_problem": k, **summary["differences"][f"active-{k} - uniform-{k}"]}
+                                           for k in summary["config"]["budgets"]]
+    return "; ".join(f"{r['per_problem']} per problem {interval(r, signed=True)} points" for r in rows)
 
 
 STALLED = 0.8
@@ -236,7 +237,8 @@ def findings(summary: dict) -> str:
 def _ceilings_text(summary: dict) -> str:
     """The most any scorer could reach on the held-out pool, beside the best PRM of the study."""
     c, n = summary["ceilings"], summary["n"]
-    best = max((p for arm in ("uniform", "active_paper") for p in summary["points"][arm]), key=lambda p: p["mean"])
+    best = max((p for arm in ("uniform", "active_paper", "generations") for p in summary["points"].get(arm, [])),
+               key=lambda p: p["mean"])
     return (f"**The ceilings** at best-of-{n}: pass@{n} {interval(c['pass'])}, the step-judge limit "
             f"{interval(c['step_judge'])}; the study's best PRM ({best['model']}) reaches {interval(best)}.")
 
@@ -249,7 +251,9 @@ def _selection_text(e: dict) -> str:
     named = "; ".join(f"{r}: " + ", ".join(f"{w['model']} (seed {w['seed']}, {w['step_auroc']:.3f})" for w in ws)
                       for r, ws in by.items() if ws)
     return (f"**The selection effect**: step AUROC on uniform held-out samples, active - uniform, {diffs}. "
-            + (f"{len(weak)} PRMs below {e['floor']}, {named}." if weak else f"No PRM below {e['floor']}."))
+            + (f"{len(weak)} PRMs below the lab's floor of {e['floor']}, {named}." if weak
+               else f"No PRM below the lab's floor of {e['floor']}.")
+            + " (The spread below names failed runs at a lower mark, 0.8.)")
 
 
 def _runs_text(summary: dict) -> str:

@@ -93,6 +93,19 @@ def ceilings_text(summary: dict) -> str:
     return f"; the most any scorer could reach: pass@{n} {interval(c['pass'])}, the step-judge limit {interval(c['step_judge'])}"
 
 
+def steps_text(summary: dict) -> str:
+    """The small models' optimiser steps: one number, or per budget where passes raise the caps, and "at most"
+    where they stop early (summaries that record it).
+
+    >>> steps_text({"rm_steps": 100}), steps_text({"rm_steps": 600, "rm_steps_per_budget": {"1": 600, "16": 2000},
+    ...                                            "rm": {"early_stop_patience": 4}})
+    ('100 steps', 'at most 600 to 2,000 steps by budget')
+    """
+    caps = sorted(set((summary.get("rm_steps_per_budget") or {}).values())) or [summary["rm_steps"]]
+    text = f"{caps[0]:,} steps" if len(caps) == 1 else f"{caps[0]:,} to {caps[-1]:,} steps by budget"
+    return ("at most " if summary.get("rm", {}).get("early_stop_patience") else "") + text
+
+
 def section_html(summary: dict, figure_path: Path) -> str:
     """The study's HTML fragment (from ``<h2>``), included verbatim in the lab report."""
     from prmkit.evaluate.html import figure, table
@@ -101,10 +114,11 @@ def section_html(summary: dict, figure_path: Path) -> str:
     held = [k for k, o in summary["ordering"].items() if o["holds"]]
     teacher = ("" if c.get("teacher", "prm") == "prm" else
                "<b>Teacher: the exact oracle</b> (a perfect large PRM; the large PRM below is only a reference). ")
-    note = (f"<p>{teacher}A large PRM ({summary['large_prm']['labels']:,} simulated labels, {summary['large_prm']['steps']} steps) "
+    note = (f"<p>{teacher}A large PRM ({summary['large_prm']['labels']:,} simulated labels, {summary['large_prm']['steps']} steps"
+            f"{' at most' if summary.get('rm', {}).get('early_stop_patience') else ''}) "
             f"labels fresh samples of {c['problems']} training problems per seed; the same solutions are labelled "
             f"three ways: its process labels (steps up to its first predicted error, P(negative) &gt; {c['threshold']}), "
-            f"its outcome labels, and final-answer checking. Small reward models ({summary['rm_steps']} steps) learn "
+            f"its outcome labels, and final-answer checking. Small reward models ({steps_text(summary)}) learn "
             f"from each; best-of-{n} on {c['eval_problems']} held-out problems x {c['eval_samples']} samples per seed. "
             f"Accuracy in %, mean over seeds {', '.join(map(str, summary['seeds']))} with 95% bootstrap intervals "
             f"(seeds, then problems); differences are paired on the same problems. The paper's ordering "

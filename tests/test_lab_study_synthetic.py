@@ -110,6 +110,15 @@ def test_a_perfect_large_prm_agrees_with_the_oracle():
     assert agree["process_first_error"] == 1.0 and agree["outcome"] == 1.0
     assert agree["right_answer_wrong_step"] == 0 or agree["caught_right_answer_wrong_step"] == 1.0
     assert agree["answer_check"] < 1.0 or agree["right_answer_wrong_step"] == 0
+    # a perfect large PRM's outcome label differs from the grade exactly where the grade differs from the oracle's
+    assert agree["outcome_vs_answer"] == pytest.approx(1 - agree["answer_check"])
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("synthetic_setting", Path(__file__).parents[1] / "scripts" / "synthetic_setting.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert agree["outcome_vs_answer"] == pytest.approx(script.disagreement(pool)["disagreement"])  # the rule's statistic
     assert step_auroc(pool, probs) == 1.0
     assert step_auroc(pool, [1 - p for p in probs]) == 0.0
 

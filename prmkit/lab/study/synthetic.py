@@ -146,12 +146,13 @@ def label_agreement(solutions, probs: list[np.ndarray], threshold: float) -> dic
     ``process_first_error``: its first flagged step is the oracle's first wrong step (or both have none);
     ``flagged`` and ``oracle_wrong``: shares of solutions it flags, and with a wrong step (the oracle);
     ``outcome``: its outcome label equals the oracle's (no wrong step, and an answer); ``answer_check``:
-    the grade equals the oracle's outcome (how far answer checking is from it); ``caught_right_answer_wrong_step``:
-    of right answers reached through a wrong step, the share it flags.
+    the grade equals the oracle's outcome (how far answer checking is from it); ``outcome_vs_answer``: the share where
+    its outcome label and answer checking disagree (what the second ordering can tell apart);
+    ``caught_right_answer_wrong_step``: of right answers reached through a wrong step, the share it flags.
     """
     from prmkit.lab.domains import oracle_labels
 
-    first_ok, outcome_ok, grade_ok, caught, sneaky, flagged, n_wrong = [], [], [], 0, 0, 0, 0
+    first_ok, outcome_ok, grade_ok, differ, caught, sneaky, flagged, n_wrong = [], [], [], [], 0, 0, 0, 0
     for sol, p in zip(solutions, probs):
         truth = [lab.rating for lab in oracle_labels(sol)]
         wrong = [i for i, r in enumerate(truth) if r == -1]
@@ -160,6 +161,7 @@ def label_agreement(solutions, probs: list[np.ndarray], threshold: float) -> dic
         first_ok.append(stop == (wrong[0] if wrong else None))
         outcome_ok.append((stop is None and sol.answer is not None) == clean)
         grade_ok.append((sol.grade == "correct") == clean)
+        differ.append((stop is None and sol.answer is not None) != (sol.grade == "correct"))
         flagged += stop is not None
         n_wrong += bool(wrong)
         if sol.grade == "correct" and wrong:
@@ -168,7 +170,8 @@ def label_agreement(solutions, probs: list[np.ndarray], threshold: float) -> dic
     return {"solutions": len(first_ok), "flagged": flagged / max(len(first_ok), 1),
             "oracle_wrong": n_wrong / max(len(first_ok), 1),
             "process_first_error": float(np.mean(first_ok)), "outcome": float(np.mean(outcome_ok)),
-            "answer_check": float(np.mean(grade_ok)), "right_answer_wrong_step": sneaky,
+            "answer_check": float(np.mean(grade_ok)), "outcome_vs_answer": float(np.mean(differ)),
+            "right_answer_wrong_step": sneaky,
             "caught_right_answer_wrong_step": caught / sneaky if sneaky else float("nan")}
 
 
@@ -244,7 +247,7 @@ class Label(Seeded):
     large: TrainScore = None
     pools: Pools = None
     reads = ("synthetic.teacher", "synthetic.threshold", "synthetic.per_problem")
-    version = VERSION
+    version = (VERSION, 2)  # 2: its stats.json holds outcome_vs_answer
 
     def run(self, out: Path) -> dict:
         from prmkit.device import torch_device
@@ -378,6 +381,8 @@ def summarise(cfg, seeds: list[int], root: Path) -> dict:
                           "final_loss": large_stats.get("final_loss"), f"bon@{sc.n}": mean_ci(np.stack(large_acc)),
                           "step_auroc_eval": [per_seed[str(s)]["large_prm"]["step_auroc_eval"] for s in seeds]},
             "first_sample": mean_ci(np.stack(first)), "per_seed": per_seed,
+            "over_first_sample": {m: {str(k): mean_ci(np.stack(per_problem[m][k]) - np.stack(first)) for k in sc.per_problem}
+                                  for m in METHODS},
             "job_seconds": job_seconds(root)}
 
 

@@ -57,13 +57,16 @@ def results_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
 def large_rows(summary: dict) -> tuple[list[str], list[list[str]]]:
     """The large PRM per seed: held-out step AUROC, best-of-N, and how its labels agree with the oracle's."""
     rows = []
+    differ = all("outcome_vs_answer" in v["large_prm"]["agreement"] for v in summary["per_seed"].values())
     for s, v in summary["per_seed"].items():
         lp, a = v["large_prm"], v["large_prm"]["agreement"]
         rows.append([s, f"{lp['step_auroc_eval']:.3f}", f"{100 * lp['bon@' + str(summary['n'])]:.1f}",
                      f"{100 * a['flagged']:.1f}", f"{100 * a['process_first_error']:.1f}", f"{100 * a['outcome']:.1f}",
-                     f"{100 * a['answer_check']:.1f}", f"{100 * a['caught_right_answer_wrong_step']:.1f}"])
+                     f"{100 * a['answer_check']:.1f}", *([f"{100 * a['outcome_vs_answer']:.1f}"] if differ else []),
+                     f"{100 * a['caught_right_answer_wrong_step']:.1f}"])
     return (["seed", "step AUROC (held out)", f"best-of-{summary['n']}", "flags a step (%)",
              "first error = oracle's (%)", "outcome label = oracle's (%)", "grade = oracle's outcome (%)",
+             *(["its outcome label and the grade differ (%)"] if differ else []),
              "right answer, wrong step: flagged (%)"], rows)
 
 

@@ -225,6 +225,10 @@ def test_quick_study_runs_and_its_prms_learn(tmp_path, lab_cache, lab_jobs):
     assert all(0.8 < summary["auroc"]["prm"][b][0] <= 1 for b in (small, large)), summary["auroc"]
     assert all(0.5 < summary["auroc"]["orm"][b][0] <= 1 for b in (small, large)), summary["auroc"]
     assert summary["rm"]["restarts"] == cfg.rm.restarts and summary["rm"]["max_steps"] == cfg.rm.max_steps
+    # no scorer beats the pool's ceilings: the step-judge limit below pass@N, every best-of-N at most pass@N
+    ceilings = summary["ceilings"]
+    assert 0 < ceilings["step_judge"]["mean"] <= ceilings["pass"]["mean"] <= 1
+    assert all(acc[b]["mean"] <= ceilings["pass"]["mean"] + 1e-9 for acc in (prm, orm, majority) for b in (small, large))
     lines.clear()
     run_study(STUDY, cfg, [0], tmp_path, jobs=lab_jobs, progress=False, log=lines.append)  # a rerun skips every job
     assert all("(all cached)" in line for line in lines if line.startswith("stage ")), lines

@@ -112,7 +112,8 @@ def test_quick_pressure_study_end_to_end(tmp_path):
         assert 0 <= r["detectors"]["answerless"]["end"] <= 1
     # a rerun finds every job finished and writes the same numbers
     again = run_study(STUDY, cfg, [0], tmp_path, jobs=1, progress=False, log=lambda *_: None)
-    assert all(t.get("ran", 0) == 0 for t in again["timings"].values())
+    assert all(t.get("ran", 0) == 0 for t in again["rerun"]["timings"].values())
+    assert again["timings"] == summary["timings"] and again["work"]["commit"] == summary["commit"]
     assert json.dumps(again["rl"]) == json.dumps(summary["rl"])  # (a detector with no case yet is NaN)
 
 

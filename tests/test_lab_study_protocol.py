@@ -95,8 +95,21 @@ def test_the_driver_runs_a_study_skips_what_is_done_and_reruns_what_a_change_rea
     assert {k: t.get("ran") for k, t in summary["timings"].items()} == {"count": 1, "double": 2, "evaluate": None}
     again = run_study(TOY, cfg.replace({"rm.max_steps": 9}), [2, 3], tmp_path, jobs=1, progress=False, log=lines.append)
     assert [again["timings"][k]["ran"] for k in ("count", "double")] == [0, 0]  # nothing it reads changed
+    assert "rerun" not in again  # another config: its own times, nothing carried
     changed = run_study(TOY, cfg.replace({"bootstrap": 12}), [2, 3], tmp_path, jobs=1, progress=False, log=lines.append)
     assert [changed["timings"][k]["ran"] for k in ("count", "double")] == [1, 2] and changed["doubled"] == [24, 36]
+    # the same config and seeds again: every job done, so the summary keeps the wall times and code of the run that
+    # did the work, and says what the rerun itself took and ran
+    same = run_study(TOY, cfg.replace({"bootstrap": 12}), [2, 3], tmp_path, jobs=1, progress=False, command="again",
+                     log=lines.append)
+    assert same["timings"] == changed["timings"] and same["total_wall_seconds"] == changed["total_wall_seconds"]
+    assert same["work"]["command"] == changed["command"] and same["rerun"]["command"] == "again"
+    assert [same["rerun"]["timings"][k]["ran"] for k in ("count", "double")] == [0, 0]
+    assert json.loads((root / "summary.json").read_text())["timings"] == changed["timings"]
+    twice = run_study(TOY, cfg.replace({"bootstrap": 12}), [2, 3], tmp_path, jobs=1, progress=False, log=lines.append)
+    assert twice["work"] == same["work"]  # a rerun of a rerun still names the run that did the work
+    fewer = run_study(TOY, cfg.replace({"bootstrap": 12}), [2], tmp_path, jobs=1, progress=False, log=lines.append)
+    assert "rerun" not in fewer  # other seeds: the earlier times do not describe this run
 
 
 def test_compare_summaries_tells_a_changed_number_from_a_changed_wall_time(tmp_path, capsys):

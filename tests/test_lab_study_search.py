@@ -185,7 +185,8 @@ def test_the_quick_study_runs_end_to_end(tmp_path, lab_cache):
         # the oracle's arm is charged the PRM's tokens too
         assert c["prm_tokens"] > 0
     again = run_study(STUDY, cfg, [0], tmp_path, progress=False)  # a rerun recomputes nothing
-    assert all(t.get("ran", 0) == 0 for name, t in again["timings"].items() if name != "evaluate")
+    assert all(t.get("ran", 0) == 0 for name, t in again["rerun"]["timings"].items() if name != "evaluate")
+    assert again["timings"] == s["timings"]  # the run that did the work keeps its wall times
 
 
 def test_the_plan_prices_a_search_by_its_size(tmp_path):

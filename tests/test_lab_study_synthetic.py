@@ -197,5 +197,6 @@ def test_quick_study_end_to_end(tmp_path, lab_cache, lab_jobs):
         assert d["ci95"][0] <= d["mean"] <= d["ci95"][1]
     assert min(summary["large_prm"]["step_auroc_eval"]) > 0.8  # the teacher learned: its labels mean something
     again = run_study(STUDY, cfg, seeds, tmp_path, jobs=lab_jobs, progress=False, log=lambda *a: None)
-    assert all(t.get("ran", 0) == 0 for t in again["timings"].values())
+    assert all(t.get("ran", 0) == 0 for t in again["rerun"]["timings"].values())
+    assert again["timings"] == summary["timings"]
     assert again["accuracy"] == summary["accuracy"]

@@ -40,6 +40,7 @@ from prmkit.lab.numbers import interval, points, ratio, ratio_interval
 from prmkit.lab.run import RM_VERSION
 from prmkit.lab.study.core import (
     bon_per_problem,
+    ceilings_per_problem,
     expected_steps,
     grouped,
     labels_recipe,
@@ -268,7 +269,9 @@ def majority_per_problem(solutions, n: int, target_se: float, seed: int) -> np.n
 
 
 def seed_accuracy(cfg: LabConfig, seed_dir: Path, seed: int) -> dict[str, np.ndarray]:
-    """``{"prm": [budgets, problems], "orm": ..., "majority": ...}`` best-of-N accuracies of one seed."""
+    """``{"prm": [budgets, problems], "orm": ..., "majority": ...}`` best-of-N accuracies of one seed, and the pool's
+    ceilings at that N (``pass``, ``step_judge``: :func:`~prmkit.lab.study.core.ceilings_per_problem`), the same at
+    every budget."""
     from prmkit.io import read_solutions
     from prmkit.lab.rm import solution_column
     from prmkit.lab.run import solution_score_name
@@ -282,6 +285,7 @@ def seed_accuracy(cfg: LabConfig, seed_dir: Path, seed: int) -> dict[str, np.nda
     acc = {k: np.stack([bon_per_problem(sols, scores(k, b), n) for b in budgets]) for k in KINDS}
     maj = majority_per_problem(sols, n, cfg.vote_target_se, seed)
     acc["majority"] = np.tile(maj, (len(budgets), 1))
+    acc.update({k: np.tile(v, (len(budgets), 1)) for k, v in ceilings_per_problem(sols, n).items()})
     return acc
 
 
@@ -336,6 +340,8 @@ def summarise(cfg: LabConfig, seeds: list[int], root: Path) -> dict:
                **curve_stats(list(b.budgets), acc, cfg.bootstrap, 0)}
     summary["per_seed"] = {str(s): {k: [float(x) for x in per_seed[s][k].mean(axis=1)] for k in per_seed[s]}
                            for s in seeds}
+    summary["ceilings"] = {k: mean_ci(np.stack([per_seed[s][k][0] for s in seeds]), cfg.bootstrap)
+                           for k in ("pass", "step_judge")}
     aurocs = {s: model_aurocs(cfg, sd[s]) for s in seeds}
     summary["auroc"] = {k: {str(n): [aurocs[s][k][j] for s in seeds] for j, n in enumerate(b.budgets)} for k in KINDS}
     summary["job_seconds"] = _job_seconds(sd)
@@ -529,8 +535,18 @@ def findings(summary: dict) -> str:
              else "the PRM is not ahead of the ORM at every budget"]
     parts.append("the gap's CI includes zero at " + ", ".join(below) + " labels" if below
                  else "the gap's CI excludes zero at every budget")
-    parts += _ends(summary) + _weak_models(summary)
+    parts += _ends(summary) + _weak_models(summary) + _ceilings(summary)
     return "As measured: " + "; ".join(parts) + "."
+
+
+def _ceilings(summary: dict) -> list[str]:
+    """The held-out pool's ceilings at best-of-N beside the best model's accuracy, where the summary has them."""
+    if "ceilings" not in summary:
+        return []
+    c, n = summary["ceilings"], summary["n"]
+    best = max(summary["accuracy"][k][str(b)]["mean"] for k in KINDS for b in summary["budgets"])
+    return [(f"the most any scorer could reach at best-of-{n}: pass@{n} {interval(c['pass'])}, the step-judge limit "
+             f"{interval(c['step_judge'])} (the best model's mean: {100 * best:.1f})")]
 
 
 def _ends(summary: dict) -> list[str]:

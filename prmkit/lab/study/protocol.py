@@ -274,6 +274,7 @@ def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progr
     init_worker()
     root = Path(run_dir) / f"study-{study.name}"
     root.mkdir(parents=True, exist_ok=True)
+    before = {name: _read_json(root / f"{name}.json") for name in ("summary", "config")}
     write_json(root / "config.json", dataclasses.asdict(cfg))
     ctx = Context(root, tuple(seeds), device, progress, progress and jobs == 1)
     start = time.perf_counter()
@@ -285,10 +286,40 @@ def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progr
     runner.timings["evaluate"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary.update(timings=runner.timings, **record, command=command, rm=rm_protocol(cfg.rm),
                    total_wall_seconds=round(time.perf_counter() - start, 1))
+    summary.update(work_of(before["summary"], before["config"], summary, dataclasses.asdict(cfg)))
     study.write_pages(root, cfg, summary, command)
     write_json(root / "summary.json", summary)
     log(f"{study.name} study: {root / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")
     return summary
+
+
+def work_of(previous: dict | None, previous_config: dict | None, summary: dict, config: dict) -> dict:
+    """What a rerun that ran no job keeps of the run that did the work: that run's wall times (``timings``,
+    ``total_wall_seconds``) and, as ``work``, its commit, command and stack; the rerun's own times and code go to
+    ``rerun`` (a rerun re-reads finished jobs, with newer code perhaps: its summary is that code's reading of them).
+    Only for the same seeds and config; a rerun that ran a job, or none before, changes nothing (``{}``).
+
+    >>> done = {"timings": {"rm": {"ran": 4, "wall_seconds": 90.0}}, "total_wall_seconds": 95.0, "seeds": [0],
+    ...         "commit": "a", "command": "x", "stack": {}}
+    >>> now = {"timings": {"rm": {"ran": 0, "wall_seconds": 0.1}}, "total_wall_seconds": 2.0, "seeds": [0], "commit": "b"}
+    >>> kept = work_of(done, {"n": 1}, now, {"n": 1})
+    >>> kept["timings"] == done["timings"], kept["work"]["commit"], kept["rerun"]["commit"]
+    (True, 'a', 'b')
+    >>> work_of(done, {"n": 2}, now, {"n": 1}), work_of(None, None, now, {"n": 1})
+    ({}, {})
+    """
+    ran = sum(t.get("ran", 0) for t in summary["timings"].values())
+    if ran or not previous or previous.get("seeds") != summary.get("seeds") or "timings" not in previous:
+        return {}
+    if previous_config != json.loads(json.dumps(config, default=float)):
+        return {}
+    work = previous.get("work") or {k: previous.get(k) for k in ("commit", "command", "stack")}  # a rerun of a rerun
+    return {"timings": previous["timings"], "total_wall_seconds": previous.get("total_wall_seconds"), "work": work,
+            "rerun": {k: summary.get(k) for k in ("timings", "total_wall_seconds", "commit", "command", "stack")}}
+
+
+def _read_json(path: Path) -> dict | None:
+    return json.loads(path.read_text()) if path.is_file() else None
 
 
 def job_seconds(root: Path) -> dict:
@@ -305,4 +336,4 @@ def write_json(path: Path, value) -> None:
 
 
 __all__ = ["Base", "Context", "Job", "Output", "Seeded", "Study", "TrainScore", "job_seconds", "keyed", "read", "run_study", "sampler",
-           "write_json"]
+           "work_of", "write_json"]

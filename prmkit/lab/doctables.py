@@ -271,6 +271,22 @@ def search_overhead_table(summary: dict) -> str:
                      "search loop s", f"all but forward passes (target {target})", "search loop alone"], rows)
 
 
+def search_split_table(summaries: dict) -> str:
+    """``bench/bench_search_overhead.py`` runs (``{path: summary}``, rows from each in turn): what is not a forward
+    pass, split by whose calls it sits in (the generator's, the PRM's) and prmkit's own loop, each a share of the
+    wall time."""
+    def part(r: dict, owner: str) -> str:
+        rest = r[owner]["outside_forward_s"]
+        return f"{rest:.2f} ({100 * rest / r['wall_s']:.1f}%)"
+
+    rows = [[r["strategy"], str(r["batch_size"]), str(r["problems"]), f"{r['generated_tokens']:,}", f"{r['wall_s']:.2f}",
+             part(r, "generator"), part(r, "prm"), f"{100 * r['loop_share']:.1f}%", f"**{100 * r['overhead']:.1f}%**"]
+            for summary in summaries.values() for r in summary["rows"]]
+    return markdown(["strategy", "generator batch", "problems", "generated tokens", "wall s",
+                     "generator's calls outside its passes, s (share)", "PRM's calls outside its passes, s (share)",
+                     "search loop", "all but forward passes"], rows)
+
+
 def _real_pool(name: str):
     """``scripts/eval_real_pools.py``: one real pool's curves (accuracy in %, 95% CI over problems, the
     Monte-Carlo standard error of a vote), then its first sample."""
@@ -647,6 +663,7 @@ ACROSS_DOMAINS = {
     "domains-picks": across_domains(lambda s: picks_rows(s["picks"])),
     "domains-step-auroc": across_domains(step_auroc_rows),
     "domains-calibration": across_domains(calibration_rows),
+    "bench-search-split": search_split_table,
 }
 """Tables of several summaries: their block names the files joined by commas (docs/domains.md)."""
 

@@ -3,6 +3,7 @@ toy study end to end, skips what is done and reruns exactly what a changed setti
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -94,8 +95,9 @@ def test_the_driver_runs_a_study_skips_what_is_done_and_reruns_what_a_change_rea
     assert summary["command"] == "toy" and "stack" in summary and (root / "report.html").is_file()
     assert {k: t.get("ran") for k, t in summary["timings"].items()} == {"count": 1, "double": 2, "evaluate": None}
     again = run_study(TOY, cfg.replace({"rm.max_steps": 9}), [2, 3], tmp_path, jobs=1, progress=False, log=lines.append)
-    assert [again["timings"][k]["ran"] for k in ("count", "double")] == [0, 0]  # nothing it reads changed
-    assert "rerun" not in again  # another config: its own times, nothing carried
+    assert [again["rerun"]["timings"][k]["ran"] for k in ("count", "double")] == [0, 0]  # nothing it reads changed
+    # a setting no job reads: the very same jobs, so the times of the run that did them stay with them
+    assert again["timings"] == summary["timings"] and again["work"]["command"] == "toy"
     changed = run_study(TOY, cfg.replace({"bootstrap": 12}), [2, 3], tmp_path, jobs=1, progress=False, log=lines.append)
     assert [changed["timings"][k]["ran"] for k in ("count", "double")] == [1, 2] and changed["doubled"] == [24, 36]
     # the same config and seeds again: every job done, so the summary keeps the wall times and code of the run that
@@ -109,7 +111,24 @@ def test_the_driver_runs_a_study_skips_what_is_done_and_reruns_what_a_change_rea
     twice = run_study(TOY, cfg.replace({"bootstrap": 12}), [2, 3], tmp_path, jobs=1, progress=False, log=lines.append)
     assert twice["work"] == same["work"]  # a rerun of a rerun still names the run that did the work
     fewer = run_study(TOY, cfg.replace({"bootstrap": 12}), [2], tmp_path, jobs=1, progress=False, log=lines.append)
-    assert "rerun" not in fewer  # other seeds: the earlier times do not describe this run
+    assert "rerun" not in fewer  # other seeds: other jobs, so the earlier times do not describe this run
+    assert "rerun" not in run_study(TOY, cfg.replace({"bootstrap": 12}), [2], tmp_path, jobs=1, progress=False,
+                                    log=lines.append)  # nor does a run that did no work become the work
+
+
+def test_a_rerun_after_a_crash_keeps_no_times_of_other_jobs(tmp_path):
+    # config A runs whole; config B runs its jobs and dies before its summary (A's stays on disk); a rerun of B that
+    # runs nothing must not take A's times for B's jobs
+    cfg = preset("quick").replace({"bootstrap": 11})
+    first = run_study(TOY, cfg, [2, 3], tmp_path, jobs=1, progress=False, command="A", log=lambda *_: None)
+    crashing = dataclasses.replace(TOY, write_pages=lambda *a: (_ for _ in ()).throw(RuntimeError("pages")))
+    with pytest.raises(RuntimeError, match="pages"):
+        run_study(crashing, cfg.replace({"bootstrap": 12}), [2, 3], tmp_path, jobs=1, progress=False, command="B",
+                  log=lambda *_: None)
+    assert json.loads((tmp_path / "study-toy" / "summary.json").read_text())["command"] == "A"
+    again = run_study(TOY, cfg.replace({"bootstrap": 12}), [2, 3], tmp_path, jobs=1, progress=False, command="B",
+                      log=lambda *_: None)
+    assert "rerun" not in again and "work" not in again and again["timings"] != first["timings"]
 
 
 def test_compare_summaries_tells_a_changed_number_from_a_changed_wall_time(tmp_path, capsys):

@@ -276,6 +276,8 @@ def search_split_table(summaries: dict) -> str:
     pass, split by whose calls it sits in (the generator's, the PRM's) and prmkit's own loop, each a share of the
     wall time."""
     def part(r: dict, owner: str) -> str:
+        if owner not in r:  # a run whose strategy never called that model
+            return "-"
         rest = r[owner]["outside_forward_s"]
         return f"{rest:.2f} ({100 * rest / r['wall_s']:.1f}%)"
 

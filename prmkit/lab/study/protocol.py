@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import json
 import time
 from collections.abc import Callable
@@ -274,44 +275,50 @@ def run_study(study: Study, cfg, seeds: list[int], run_dir, jobs: int = 2, progr
     init_worker()
     root = Path(run_dir) / f"study-{study.name}"
     root.mkdir(parents=True, exist_ok=True)
-    before = {name: _read_json(root / f"{name}.json") for name in ("summary", "config")}
+    previous = _read_json(root / "summary.json")
     write_json(root / "config.json", dataclasses.asdict(cfg))
     ctx = Context(root, tuple(seeds), device, progress, progress and jobs == 1)
     start = time.perf_counter()
     with Runner(jobs=jobs, progress=progress, log=log) as runner:
+        keys = []
         for name, stage in study.stages(cfg, ctx):
             runner.stage(name, [job.call() for job in stage])
+            keys += [job.key for job in stage]
     t = time.perf_counter()
     summary = study.summarise(cfg, list(seeds), root)
     runner.timings["evaluate"] = {"wall_seconds": round(time.perf_counter() - t, 1)}
     summary.update(timings=runner.timings, **record, command=command, rm=rm_protocol(cfg.rm),
                    total_wall_seconds=round(time.perf_counter() - start, 1))
-    summary.update(work_of(before["summary"], before["config"], summary, dataclasses.asdict(cfg)))
+    summary["jobs_key"] = hashlib.sha256("\n".join(sorted(keys)).encode()).hexdigest()[:16]
+    summary.update(work_of(previous, summary))
     study.write_pages(root, cfg, summary, command)
     write_json(root / "summary.json", summary)
-    log(f"{study.name} study: {root / 'report.html'} ({summary['total_wall_seconds']:.0f} s in all)")
+    log(f"{study.name} study: {root / 'report.html'} ({summary.get('rerun', summary)['total_wall_seconds']:.0f} s in all)")
     return summary
 
 
-def work_of(previous: dict | None, previous_config: dict | None, summary: dict, config: dict) -> dict:
+def work_of(previous: dict | None, summary: dict) -> dict:
     """What a rerun that ran no job keeps of the run that did the work: that run's wall times (``timings``,
     ``total_wall_seconds``) and, as ``work``, its commit, command and stack; the rerun's own times and code go to
     ``rerun`` (a rerun re-reads finished jobs, with newer code perhaps: its summary is that code's reading of them).
-    Only for the same seeds and config; a rerun that ran a job, or none before, changes nothing (``{}``).
+    Only where the previous summary was written over the very same jobs (``jobs_key``, the digest of every job's
+    key) and did work itself (or carries a ``work`` of its own); else nothing changes (``{}``).
 
-    >>> done = {"timings": {"rm": {"ran": 4, "wall_seconds": 90.0}}, "total_wall_seconds": 95.0, "seeds": [0],
+    >>> done = {"timings": {"rm": {"ran": 4, "wall_seconds": 90.0}}, "total_wall_seconds": 95.0, "jobs_key": "k",
     ...         "commit": "a", "command": "x", "stack": {}}
-    >>> now = {"timings": {"rm": {"ran": 0, "wall_seconds": 0.1}}, "total_wall_seconds": 2.0, "seeds": [0], "commit": "b"}
-    >>> kept = work_of(done, {"n": 1}, now, {"n": 1})
+    >>> now = {"timings": {"rm": {"ran": 0, "wall_seconds": 0.1}}, "total_wall_seconds": 2.0, "jobs_key": "k", "commit": "b"}
+    >>> kept = work_of(done, now)
     >>> kept["timings"] == done["timings"], kept["work"]["commit"], kept["rerun"]["commit"]
     (True, 'a', 'b')
-    >>> work_of(done, {"n": 2}, now, {"n": 1}), work_of(None, None, now, {"n": 1})
-    ({}, {})
+    >>> work_of({**done, "jobs_key": "other"}, now), work_of(None, now), work_of({**done, "timings": now["timings"]}, now)
+    ({}, {}, {})
     """
-    ran = sum(t.get("ran", 0) for t in summary["timings"].values())
-    if ran or not previous or previous.get("seeds") != summary.get("seeds") or "timings" not in previous:
+    def ran(s: dict) -> int:
+        return sum(t.get("ran", 0) for t in s.get("timings", {}).values())
+
+    if ran(summary) or not previous or previous.get("jobs_key") != summary.get("jobs_key"):
         return {}
-    if previous_config != json.loads(json.dumps(config, default=float)):
+    if not (ran(previous) or previous.get("work")):  # a rerun that carried nothing did no work to name
         return {}
     work = previous.get("work") or {k: previous.get(k) for k in ("commit", "command", "stack")}  # a rerun of a rerun
     return {"timings": previous["timings"], "total_wall_seconds": previous.get("total_wall_seconds"), "work": work,
